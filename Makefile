@@ -1,0 +1,35 @@
+# The two set-up commands of the README are `make test` and `make grid`;
+# each creates .venv and installs mcdp into it first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DRAWS  ?= 1e7
+
+.PHONY: install test test-slow test-all grid bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow tests
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -m '' tests README.md
+
+grid: $(STAMP)
+	$(BIN)/mcdp grid acl2022 --draws $(DRAWS) --out results/acl2022.json
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_engine.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

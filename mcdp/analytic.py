@@ -1,0 +1,71 @@
+r"""Exact references for the majority-vote attack (SPEC E2, last paragraph).
+
+With independent output coordinates, the number ``K`` of coordinates that round to 1
+is Poisson-binomial with success probabilities :math:`q_i`, and the attack guesses 1
+iff :math:`K > d/2`. For iid noise this is :math:`P[\mathrm{Bin}(d, q) > d/2]`.
+Everything is computed in log space (a dynamic programme over coordinates with
+``logaddexp``), so the result stays exact where the probabilities underflow double
+precision, and the exact loss stays finite where it is finite.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from mcdp.mechanisms import Mechanism
+from mcdp.statistics import loss_from_log_probabilities
+
+
+class ExactE2(NamedTuple):
+    """Exact probabilities of the guesses (in log space) and the exact loss."""
+
+    log_p1: float  # log P[guess 1 | D]
+    log_p0: float  # log P[guess 0 | D]
+    log_q1: float  # log P[guess 1 | D']
+    log_q0: float  # log P[guess 0 | D']
+    loss: float
+
+    @property
+    def p1(self) -> float:
+        return math.exp(self.log_p1)
+
+    @property
+    def q1(self) -> float:
+        return math.exp(self.log_q1)
+
+
+def log_majority(log_q: np.ndarray, log_1mq: np.ndarray) -> tuple[float, float]:
+    """``(log P[K > d/2], log P[K <= d/2])`` for ``K`` = the number of successes of
+    independent Bernoulli(:math:`q_i`) trials given in log space."""
+    log_q = np.asarray(log_q, dtype=np.float64).ravel()
+    log_1mq = np.asarray(log_1mq, dtype=np.float64).ravel()
+    d = log_q.size
+    log_pmf = np.full(d + 1, -np.inf)
+    log_pmf[0] = 0.0
+    for i in range(d):
+        shifted = np.concatenate(([-np.inf], log_pmf[:-1] + log_q[i]))
+        log_pmf = np.logaddexp(log_pmf + log_1mq[i], shifted)
+    above = np.arange(d + 1) * 2 > d
+    return _logsumexp(log_pmf[above]), _logsumexp(log_pmf[~above])
+
+
+def _logsumexp(values: np.ndarray) -> float:
+    top = np.max(values) if values.size else -np.inf
+    if not np.isfinite(top):
+        return float(top)
+    return float(top + np.log(np.sum(np.exp(values - top))))
+
+
+def exact_e2(mechanism: Mechanism, params: Any, dim: int) -> ExactE2 | None:
+    """Exact guess probabilities and loss of the E2 attack on ``0^d`` vs ``1^d``, or
+    ``None`` if the mechanism has no closed form."""
+    if mechanism.log_round_one is None:
+        return None
+    host_params = type(params)(*(np.asarray(v).item() for v in params))
+    log_p1, log_p0 = log_majority(*mechanism.log_round_one(np.zeros((1, dim)), host_params))
+    log_q1, log_q0 = log_majority(*mechanism.log_round_one(np.ones((1, dim)), host_params))
+    loss = loss_from_log_probabilities((log_p1, log_p0), (log_q1, log_q0))
+    return ExactE2(log_p1, log_p0, log_q1, log_q0, loss)

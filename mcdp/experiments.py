@@ -1,0 +1,412 @@
+"""Experiments: one audit (a cell), and the ACL 2022 grid with resumable JSON output.
+
+This module and :mod:`mcdp.cli` are the only places that turn integer seeds into
+keys. A cell's key is ``fold_in(key(seed), cell_id)`` where ``cell_id`` is a stable
+hash of the cell's identity (experiment, mechanism, epsilon, d, NaN policy), so a
+cell gives the same counts whether it runs alone (``mcdp audit``) or inside a grid,
+in any order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from mcdp import _validate
+from mcdp.analytic import ExactE2, exact_e2
+from mcdp.estimators import MAJORITY_VOTE
+from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
+from mcdp.sampling import DTYPES, iter_counts
+from mcdp.statistics import loss_estimate
+
+EXPERIMENT = "acl2022"
+ACL2022_MECHANISMS = ("laplace", "adept", "dptext", "none", "random")
+ACL2022_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+ACL2022_DIMS = (1, 2, 8, 32, 64, 128)
+META_KEY = "_meta"
+MAX_DIM = 1 << 16
+PRIME_LABEL = "D' = 1^d"
+
+
+def _version() -> str:
+    from mcdp import __version__
+
+    return __version__
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditResult:
+    """One cell of the sanity check (SPEC E2): counts, estimate, bounds, exact value.
+
+    ``counts`` is ``[[D→0, D→1], [D'→0, D'→1]]``; ``loss`` is the MLE privacy loss of
+    the majority-vote attack with the interval ``[loss_lower, loss_upper]`` at
+    ``confidence``; ``exact`` is the exact loss of the attack (``None`` where not
+    known). ``violated`` is true when ``loss_lower`` exceeds the claimed epsilon.
+    """
+
+    mechanism: str
+    epsilon: float
+    dim: int
+    draws: int
+    seed: int
+    counts: list[list[int]]
+    loss: float
+    loss_lower: float
+    loss_upper: float
+    confidence: float
+    exact: float | None
+    seconds: float
+    dtype: str
+    nan_policy: str | None
+    guess1_rate: list[float]
+    exact_guess1: list[float] | None
+    exact_log_guess1: list[float] | None
+    claim: str
+    violated: bool | None
+    interrupted: bool
+    mcdp_version: str
+    jax_version: str
+    backend: str
+    x64: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        """One JSON object; infinities are written as ``Infinity``."""
+        return json.dumps(self.to_dict(), allow_nan=True)
+
+    def __str__(self) -> str:
+        (d0, d1), (e0, e1) = self.counts
+        width = max(len(f"{c:,}") for c in (d0, d1, e0, e1, 10**7))
+        exact = "unknown" if self.exact is None else _fmt(self.exact)
+        head = f"{self.mechanism}" + (f" (NaN policy {self.nan_policy})" if self.nan_policy else "")
+        lines = [
+            f"{head}, epsilon = {self.epsilon:g}, d = {self.dim}: "
+            f"{self.draws:,} draws per dataset (seed {self.seed}, {self.dtype})",
+            f"{'':12}{'guess 0':>{width}}  {'guess 1':>{width}}",
+            f"{'D  = 0^d':12}{d0:>{width},}  {d1:>{width},}",
+            f"{PRIME_LABEL:12}{e0:>{width},}  {e1:>{width},}",
+            f"privacy loss {_fmt(self.loss)}  "
+            f"[{_fmt(self.loss_lower)}, {_fmt(self.loss_upper)}] "
+            f"({self.confidence:.0%} CI)   exact {exact}",
+        ]
+        if self.violated is not None:
+            verdict = (
+                f"violated: the lower bound {_fmt(self.loss_lower)} exceeds epsilon"
+                if self.violated
+                else "not refuted by this attack"
+            )
+            lines.append(f"claim {self.claim}: {verdict}")
+        if self.interrupted:
+            lines.append("interrupted: the counts above are those finished so far")
+        lines.append(f"{self.seconds:.1f} s on {self.backend}")
+        return "\n".join(lines)
+
+
+def _fmt(value: float) -> str:
+    return "inf" if math.isinf(value) else f"{value:.4g}"
+
+
+def cell_id(mechanism: str, epsilon: float, dim: int, nan_policy: str | None) -> int:
+    """Stable 32-bit identity of a cell, used to derive its key from the seed."""
+    text = f"{EXPERIMENT}/{mechanism}/{float(epsilon)!r}/{int(dim)}/{nan_policy or ''}"
+    return zlib.crc32(text.encode())
+
+
+def _resolve(mechanism: str | Mechanism, nan_policy: str | None) -> tuple[Mechanism, str | None]:
+    mech = mechanism if isinstance(mechanism, Mechanism) else get_mechanism(mechanism)
+    if nan_policy is not None and not mech.nan_policies:
+        raise ValueError(
+            f"nan_policy (--nan-policy) applies only to mechanisms with NaN policies "
+            f"({', '.join(n for n, m in MECHANISMS.items() if m.nan_policies)}), "
+            f"not to {mech.name!r}."
+        )
+    if mech.nan_policies:
+        nan_policy = _validate.one_of("nan_policy", nan_policy or mech.nan_policies[0], mech.nan_policies)
+    return mech, nan_policy
+
+
+def validate_audit(epsilon, dim, draws, seed, confidence, dtype) -> tuple[float, int, int, int, float, str]:
+    """Checks the arguments of :func:`audit`; raises one-line :class:`ValueError`."""
+    return (
+        _validate.positive("epsilon", epsilon),
+        _validate.integer("dim", dim, low=1, high=MAX_DIM),
+        _validate.integer("draws", draws, low=1, high=_validate.MAX_DRAWS),
+        _validate.integer("seed", seed, low=0, high=2**32 - 1),
+        _validate.open_unit("confidence", confidence),
+        _validate.one_of("dtype", dtype, DTYPES),
+    )
+
+
+def audit_iter(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    draws: int,
+    *,
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    nan_policy: str | None = None,
+    params: Any = None,
+) -> Iterator[AuditResult]:
+    """Like :func:`audit`, but yields a result after every compiled call (the last one
+    is final, the others are marked ``interrupted``)."""
+    epsilon, dim, draws, seed, confidence, dtype = validate_audit(
+        epsilon, dim, draws, seed, confidence, dtype
+    )
+    mech, nan_policy = _resolve(mechanism, nan_policy)
+    if params is None:
+        options = {"nan_policy": nan_policy} if mech.nan_policies else {}
+        params = mech.e2_params(epsilon, dim, **options)
+    exact = exact_e2(mech, params, dim)
+    key = jax.random.fold_in(jax.random.key(seed), cell_id(mech.name, epsilon, dim, nan_policy))
+    xs = np.stack([np.zeros(dim), np.ones(dim)])
+    start = time.perf_counter()
+    for progress in iter_counts(key, mech, MAJORITY_VOTE, xs, params, draws, dtype=dtype):
+        yield _result(
+            mech, epsilon, dim, progress.draws, seed, progress.counts, confidence, exact,
+            time.perf_counter() - start, dtype, nan_policy, interrupted=progress.draws < draws,
+        )
+
+
+def audit(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    draws: int,
+    *,
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    nan_policy: str | None = None,
+    params: Any = None,
+    progress: bool = False,
+) -> AuditResult:
+    """Runs the ACL 2022 sanity check (SPEC E2) for one mechanism, epsilon and d.
+
+    Args:
+      mechanism: a registered name (see ``mcdp.MECHANISMS``) or a :class:`Mechanism`.
+      epsilon: the privacy budget, finite and > 0.
+      dim: d, the dimension of ``D = 0^d`` and ``D' = 1^d``.
+      draws: mechanism runs per dataset (``1e8`` is accepted).
+      seed: the integer seed; with the same seed the counts do not depend on the
+        chunk size.
+      confidence: joint confidence of the loss interval.
+      dtype: ``"float64"`` (default) or ``"float32"`` (cuts the Laplace tails at ~16 b).
+      nan_policy: DPText only: ``"zero"`` (default), ``"resample"`` or ``"nan"``.
+      params: the mechanism's parameters; default: its E2 convention.
+      progress: show a progress bar on a terminal for runs longer than 2 s.
+
+    Returns:
+      An :class:`AuditResult`.
+
+    Raises:
+      ValueError: an argument is out of range; the message names it.
+    """
+    runs = audit_iter(
+        mechanism, epsilon, dim, draws, seed=seed, confidence=confidence, dtype=dtype,
+        nan_policy=nan_policy, params=params,
+    )
+    with _progress_bar(progress, total=int(draws), desc=str(mechanism)) as bar:
+        result = None
+        for result in runs:
+            bar.update(result.draws - bar.n)
+    assert result is not None
+    return result
+
+
+def _progress_bar(enabled: bool, total: int, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total, desc=desc, unit="draw", unit_scale=True, delay=2.0,
+        disable=None if enabled else True, leave=False, dynamic_ncols=True,
+    )
+
+
+def _result(
+    mech: Mechanism, epsilon: float, dim: int, draws: int, seed: int, counts: np.ndarray,
+    confidence: float, exact: ExactE2 | None, seconds: float, dtype: str,
+    nan_policy: str | None, interrupted: bool,
+) -> AuditResult:
+    counts_list = [[int(c) for c in row] for row in counts]
+    estimate = loss_estimate(counts_list, confidence)
+    claimed = {"epsilon-DP": epsilon, "0-DP": 0.0}.get(mech.claim)
+    return AuditResult(
+        mechanism=mech.name,
+        epsilon=epsilon,
+        dim=dim,
+        draws=draws,
+        seed=seed,
+        counts=counts_list,
+        loss=estimate.value,
+        loss_lower=estimate.lower,
+        loss_upper=estimate.upper,
+        confidence=confidence,
+        exact=None if exact is None else exact.loss,
+        seconds=round(seconds, 4),
+        dtype=dtype,
+        nan_policy=nan_policy,
+        guess1_rate=[row[1] / draws for row in counts_list],
+        exact_guess1=None if exact is None else [exact.p1, exact.q1],
+        exact_log_guess1=None if exact is None else [exact.log_p1, exact.log_q1],
+        claim=mech.claim,
+        violated=None if claimed is None else bool(estimate.lower > claimed),
+        interrupted=interrupted,
+        mcdp_version=_version(),
+        jax_version=jax.__version__,
+        backend=jax.default_backend(),
+        x64=dtype == "float64",
+    )
+
+
+# --- the grid -------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class GridSpec:
+    """The cells of the ACL 2022 grid and the settings shared by all of them."""
+
+    draws: int
+    mechanisms: Sequence[str] = ACL2022_MECHANISMS
+    epsilons: Sequence[float] = ACL2022_EPSILONS
+    dims: Sequence[int] = ACL2022_DIMS
+    seed: int = 0
+    confidence: float = 0.95
+    dtype: str = "float64"
+    experiment: str = EXPERIMENT
+
+    def validated(self) -> GridSpec:
+        for name in self.mechanisms:
+            get_mechanism(name)
+        eps = tuple(_validate.positive("epsilons", e) for e in self.epsilons)
+        dims = tuple(_validate.integer("dims", d, low=1, high=MAX_DIM) for d in self.dims)
+        _, _, draws, seed, confidence, dtype = validate_audit(
+            eps[0] if eps else 1.0, dims[0] if dims else 1, self.draws, self.seed,
+            self.confidence, self.dtype,
+        )
+        if not (self.mechanisms and eps and dims):
+            raise ValueError("Expected at least one mechanism, epsilon and dim in the grid.")
+        return dataclasses.replace(
+            self, draws=draws, epsilons=eps, dims=dims, seed=seed, confidence=confidence,
+            dtype=dtype, mechanisms=tuple(self.mechanisms),
+        )
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "draws": self.draws,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "dtype": self.dtype,
+        }
+
+    def cells(self) -> list[tuple[str, float, int]]:
+        return [(m, e, d) for m in self.mechanisms for e in self.epsilons for d in self.dims]
+
+
+def eps_key(epsilon: float) -> str:
+    """JSON key of an epsilon, as in the reference ``results.json`` ("1.0", "0.1")."""
+    return repr(float(epsilon))
+
+
+def load_grid(path: Path, spec: GridSpec) -> dict[str, Any]:
+    """Reads an existing grid file for resuming, or an empty grid if ``path`` does
+    not exist. Raises :class:`ValueError` (naming ``--out``) if the file is not a
+    grid of the same experiment with the same draws, seed, confidence and dtype."""
+    if not path.exists():
+        return {META_KEY: spec.meta()}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"--out {path} exists and is not a JSON grid file ({err}).") from None
+    meta = data.get(META_KEY) if isinstance(data, dict) else None
+    if not isinstance(meta, dict) or meta.get("experiment") != spec.experiment:
+        raise ValueError(
+            f"--out {path} exists and is not an {spec.experiment} grid file; "
+            "choose another file."
+        )
+    for field, wanted in spec.meta().items():
+        if meta.get(field) != wanted:
+            raise ValueError(
+                f"--out {path} holds a grid with {field}={meta.get(field)!r}, not "
+                f"{wanted!r}; choose another file or the same settings to resume."
+            )
+    return data
+
+
+def _write_atomic(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2, allow_nan=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_grid(
+    spec: GridSpec,
+    out: str | os.PathLike,
+    *,
+    progress: bool = False,
+    on_cell: Callable[[AuditResult, bool], None] | None = None,
+) -> dict[str, Any]:
+    """Runs every cell of ``spec`` not yet in ``out``, writing ``out`` atomically after
+    each cell, so an interrupted run resumes where it stopped.
+
+    The file is keyed ``mechanism → epsilon → d`` like the reference
+    ``results.json`` (epsilon keys as ``"1.0"``, d keys as ``"8"``), each cell an
+    :class:`AuditResult` as a dict, plus one ``"_meta"`` entry with the settings.
+
+    ``on_cell(result, resumed)`` is called for every cell, finished or skipped.
+    """
+    spec = spec.validated()
+    path = Path(out)
+    data = load_grid(path, spec)
+    todo = []
+    for mech, eps, dim in spec.cells():
+        cell = data.get(mech, {}).get(eps_key(eps), {}).get(str(dim))
+        if cell is not None and not cell.get("interrupted", False):
+            if on_cell is not None:
+                on_cell(AuditResult(**cell), True)
+        else:
+            todo.append((mech, eps, dim))
+    total = sum(spec.draws * dim for _, _, dim in todo)
+    with _progress_bar(progress, total=total, desc=spec.experiment) as bar:
+        for mech, eps, dim in todo:
+            bar.set_postfix_str(f"{mech} eps={eps:g} d={dim}")
+            done = bar.n
+            result = None
+            for result in audit_iter(
+                mech, eps, dim, spec.draws, seed=spec.seed, confidence=spec.confidence,
+                dtype=spec.dtype,
+            ):
+                bar.update(done + result.draws * dim - bar.n)
+            assert result is not None
+            data.setdefault(mech, {}).setdefault(eps_key(eps), {})[str(dim)] = result.to_dict()
+            _write_atomic(path, data)
+            if on_cell is not None:
+                on_cell(result, False)
+    return data

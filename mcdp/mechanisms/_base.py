@@ -1,0 +1,119 @@
+"""The mechanism record and the pieces that several mechanisms share.
+
+A mechanism is a pure function ``sample(key, x, params) -> y`` that draws one output
+for every row of the batch ``x`` (shape ``(n, d)``) from a single key, plus host-side
+metadata: how the ACL 2022 sanity check (SPEC E2) parametrises it, what it claims,
+and, where the noise is coordinate-wise independent, the exact probability that an
+output coordinate rounds to 1, from which :mod:`mcdp.analytic` derives exact
+references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mcdp._types import Array, PRNGKey
+
+LogProbs = tuple[np.ndarray, np.ndarray]
+
+
+class Mechanism(NamedTuple):
+    """A registered (or user-defined) mechanism.
+
+    Attributes:
+      name: registry name; never changes meaning.
+      sample: ``sample(key, x, params) -> y`` with ``x`` of shape ``(n, d)``; pure JAX,
+        not jitted (the engine owns the jit boundary).
+      e2_params: ``e2_params(epsilon, dim, **options) -> params``, the parameters the
+        ACL 2022 sanity check uses for this mechanism (SPEC E2).
+      log_round_one: host function ``(x, params) -> (log_p1, log_p0)`` giving, per
+        coordinate of the 1-D input ``x``, ``log P[y_i >= 1/2 or y_i is NaN]`` and
+        its complement in log space; ``None`` where no closed form is known.
+      claim: the privacy claim, e.g. ``"epsilon-DP"``.
+      flaw: one line on why the claim fails, or ``None`` for a correct mechanism.
+      nan_policies: the values ``e2_params`` accepts for ``nan_policy`` (DPText only).
+    """
+
+    name: str
+    sample: Callable[[PRNGKey, Array, Any], Array]
+    e2_params: Callable[..., Any]
+    log_round_one: Callable[[np.ndarray, Any], LogProbs] | None
+    claim: str
+    flaw: str | None = None
+    nan_policies: tuple[str, ...] = ()
+
+
+def uniform_midpoint(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
+    r"""Uniforms on the open interval (0, 1), symmetric about 1/2.
+
+    ``jax.random.uniform`` returns :math:`k 2^{-m}` for :math:`k = 0, \dots, 2^m - 1`
+    (:math:`m` = 23 in float32, 52 in float64), so it can return 0 but never 1, and an
+    inverse CDF applied to it has one infinite and one finite tail. Shifting by half a
+    step gives :math:`(2k + 1) 2^{-m-1}`, exact in the same dtype, never 0 or 1, and
+    the two tails of a symmetric inverse CDF are cut at the same point.
+    """
+    half_step = jnp.finfo(dtype).eps / 2
+    return jax.random.uniform(key, shape, dtype) + jnp.asarray(half_step, dtype)
+
+
+def standard_laplace(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
+    r"""Lap(1) by inverse CDF: :math:`-\mathrm{sgn}(u - \tfrac12)\ln(1 - 2|u - \tfrac12|)`.
+
+    Exact arithmetic up to the final ``log``; the tails stop at
+    :math:`\ln 2^{m}` (about 36 in float64, 16 in float32; SPEC §2).
+    """
+    centred = uniform_midpoint(key, shape, dtype) - jnp.asarray(0.5, dtype)
+    return -jnp.sign(centred) * jnp.log1p(-2 * jnp.abs(centred))
+
+
+def laplace_log_sf(t: np.ndarray, scale: float) -> LogProbs:
+    r"""``(log P[eta >= t], log P[eta < t])`` for eta ~ Lap(scale), in log space.
+
+    :math:`P[\eta \ge t] = \tfrac12 e^{-t/b}` for :math:`t \ge 0` and
+    :math:`1 - \tfrac12 e^{t/b}` otherwise; neither side underflows.
+    """
+    z = np.abs(np.asarray(t, dtype=np.float64)) / scale
+    small = np.log(0.5) - z
+    large = np.log1p(-0.5 * np.exp(-z))
+    right = np.asarray(t) >= 0
+    return np.where(right, small, large), np.where(right, large, small)
+
+
+def additive_log_round_one(
+    transform: Callable[[np.ndarray, Any], np.ndarray],
+    log_sf: Callable[[np.ndarray, Any], LogProbs],
+) -> Callable[[np.ndarray, Any], LogProbs]:
+    """Exact rounding probabilities of ``y = transform(x) + eta`` with iid ``eta``:
+    ``y_i >= 1/2`` iff ``eta_i >= 1/2 - transform(x)_i``."""
+
+    def log_round_one(x: np.ndarray, params: Any) -> LogProbs:
+        shifted = transform(np.asarray(x, dtype=np.float64), params)
+        return log_sf(0.5 - shifted, params)
+
+    return log_round_one
+
+
+def identity(x, params):
+    del params
+    return x
+
+
+def clip_norm(x, radius, order: int):
+    r"""Row-wise :math:`x \cdot \min(1, C / \lVert x \rVert_p)` for ``order`` p = 1 or 2.
+
+    Works on NumPy arrays (host, exact references) and JAX arrays (device). A zero
+    row and ``radius = inf`` (no clipping) both give the factor 1.
+    """
+    xp = jnp if isinstance(x, jax.Array) else np
+    if order == 2:
+        norm = xp.sqrt(xp.sum(x * x, axis=-1, keepdims=True))
+    else:
+        norm = xp.sum(xp.abs(x), axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        factor = xp.minimum(1, radius / norm)
+    return x * factor
