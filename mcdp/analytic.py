@@ -49,7 +49,8 @@ def log_majority(log_q: np.ndarray, log_1mq: np.ndarray) -> tuple[float, float]:
         shifted = np.concatenate(([-np.inf], log_pmf[:-1] + log_q[i]))
         log_pmf = np.logaddexp(log_pmf + log_1mq[i], shifted)
     above = np.arange(d + 1) * 2 > d
-    return _logsumexp(log_pmf[above]), _logsumexp(log_pmf[~above])
+    # rounding can push a log-probability of (almost) 1 a few ulps above 0
+    return min(_logsumexp(log_pmf[above]), 0.0), min(_logsumexp(log_pmf[~above]), 0.0)
 
 
 def _logsumexp(values: np.ndarray) -> float:

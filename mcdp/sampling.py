@@ -79,7 +79,7 @@ def _count_impl(
         y = sample(jax.random.fold_in(key, block), batch, params)
         guess = attack.guess(y)
         valid = (block < num_draws_blocks) | ((block == num_draws_blocks) & (row < remainder))
-        hits = (guess[:, None] == outcomes) & valid[:, None]
+        hits = (guess[:, None] == outcomes[None, :]) & valid[:, None]
         return jnp.sum(hits, axis=0, dtype=jnp.int32)
 
     def chunk_counts(c, counts):

@@ -1,0 +1,28 @@
+"""Shared test settings: strict JAX promotion, a fixed seed, the false-alarm budget.
+
+Every stochastic assertion uses a fixed key (override with ``MCDP_TEST_SEED``; the
+seed is printed in the header of a failing run) and a tolerance derived from its
+sampling error with a stated false-alarm probability ``FAIL_PROB``.
+"""
+
+import os
+
+import jax
+import pytest
+from scipy import stats
+
+jax.config.update("jax_numpy_rank_promotion", "raise")
+jax.config.update("jax_numpy_dtype_promotion", "strict")
+
+SEED = int(os.environ.get("MCDP_TEST_SEED", "0"))
+FAIL_PROB = 1e-4  # per stochastic assertion
+Z = float(stats.norm.isf(FAIL_PROB / 2))  # two-sided multiplier (~3.9)
+
+
+def pytest_report_header(config):
+    return f"MCDP_TEST_SEED={SEED} (false-alarm probability {FAIL_PROB:g} per assertion)"
+
+
+@pytest.fixture
+def key():
+    return jax.random.key(SEED)

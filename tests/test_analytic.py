@@ -1,0 +1,90 @@
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from mcdp.analytic import exact_e2, log_majority
+from mcdp.mechanisms import MECHANISMS, NAN_POLICIES, get_mechanism
+
+
+@pytest.mark.parametrize("d", [1, 2, 7, 8, 32])
+@pytest.mark.parametrize("q", [0.01, 0.3, 0.5, 0.9])
+def test_log_majority_matches_binomial(d, q):
+    up, down = log_majority(np.full(d, math.log(q)), np.full(d, math.log1p(-q)))
+    k = d // 2  # guess 1 iff K > d/2, i.e. K >= floor(d/2) + 1
+    assert math.exp(up) == pytest.approx(stats.binom.sf(k, d, q), rel=1e-10, abs=1e-300)
+    assert math.exp(down) == pytest.approx(stats.binom.cdf(k, d, q), rel=1e-10)
+
+
+def test_log_majority_matches_enumeration_for_unequal_probabilities():
+    q = np.array([0.1, 0.5, 0.7, 0.2, 0.95, 0.33])
+    total = 0.0
+    for bits in itertools.product([0, 1], repeat=q.size):
+        bits = np.array(bits)
+        if 2 * bits.sum() > q.size:
+            total += np.prod(np.where(bits, q, 1 - q))
+    up, _ = log_majority(np.log(q), np.log1p(-q))
+    assert math.exp(up) == pytest.approx(total, rel=1e-12)
+
+
+def test_log_majority_stays_finite_below_double_underflow():
+    d, log_q = 128, -30.0  # P[K > 64] ~ C(128, 65) e^{-1950}: far below 1e-308
+    up, down = log_majority(np.full(d, log_q), np.full(d, math.log1p(-math.exp(log_q))))
+    leading = special.gammaln(d + 1) - special.gammaln(66) - special.gammaln(64) + 65 * log_q
+    assert math.isfinite(up) and up == pytest.approx(leading, rel=1e-9)
+    assert down == pytest.approx(0.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0])
+def test_laplace_d1_closed_form(epsilon):
+    """d = 1, b = 1/epsilon: p = P[eta >= 1/2] = e^{-eps/2}/2, p' = 1 - p."""
+    m = get_mechanism("laplace")
+    exact = exact_e2(m, m.e2_params(epsilon, 1), 1)
+    p = 0.5 * math.exp(-epsilon / 2)
+    assert exact.p1 == pytest.approx(p, rel=1e-12)
+    assert exact.q1 == pytest.approx(1 - p, rel=1e-12)
+    assert exact.loss == pytest.approx(math.log((1 - p) / p), rel=1e-12)
+    assert exact.loss <= epsilon  # the attack cannot beat the guarantee
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("d", [1, 2, 8, 32, 128])
+def test_correct_mechanisms_stay_within_epsilon(epsilon, d):
+    for name in ("laplace", "adept-l1", "adept-true-sensitivity"):
+        m = get_mechanism(name)
+        assert exact_e2(m, m.e2_params(epsilon, d), d).loss <= epsilon * (1 + 1e-12)
+
+
+def test_adept_exceeds_epsilon_for_d_above_1():
+    m = get_mechanism("adept")
+    for d in (2, 8, 32):
+        assert exact_e2(m, m.e2_params(1.0, d), d).loss > 1.0
+
+
+def test_adept_e2_rare_event_stays_finite():
+    m = get_mechanism("adept")
+    exact = exact_e2(m, m.e2_params(10.0, 128), 128)
+    assert exact.p1 < 1e-120  # 65 of 128 coordinates above 1/2 under D: never seen
+    assert math.isfinite(exact.loss) and exact.loss == pytest.approx(-exact.log_p1)
+
+
+def test_controls():
+    none, rand = get_mechanism("none"), get_mechanism("random")
+    assert exact_e2(none, none.e2_params(1.0, 8), 8).loss == math.inf
+    assert exact_e2(rand, rand.e2_params(1.0, 8), 8).loss == 0.0
+
+
+@pytest.mark.parametrize("policy", NAN_POLICIES)
+def test_dptext_is_infinite_under_every_policy(policy):
+    m = get_mechanism("dptext")
+    for d in (1, 8, 128):
+        exact = exact_e2(m, m.e2_params(1.0, d, nan_policy=policy), d)
+        assert exact.loss == math.inf
+        assert exact.q1 == 1.0  # D' = 1^d is always guessed as 1
+
+
+def test_every_registered_mechanism_has_an_exact_reference():
+    for m in MECHANISMS.values():
+        assert exact_e2(m, m.e2_params(1.0, 4), 4) is not None

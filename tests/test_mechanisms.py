@@ -1,0 +1,138 @@
+"""Samplers against their distributions (KS with a stated false-alarm probability),
+clipping against its definition, the registry against its contract."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from conftest import FAIL_PROB, Z
+from mcdp.mechanisms import (
+    MECHANISMS,
+    NAN_POLICIES,
+    adept_params,
+    dptext_params,
+    get_mechanism,
+    laplace_params,
+)
+from mcdp.mechanisms._base import clip_norm, standard_laplace, uniform_midpoint
+
+N = 200_000
+
+
+def _draw(fn, key, dtype, use_jit):
+    with jax.enable_x64(dtype == "float64"):
+        f = jax.jit(fn) if use_jit else fn
+        return np.asarray(f(key)).astype(np.float64)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_standard_laplace_ks(key, dtype, use_jit):
+    x = _draw(lambda k: standard_laplace(k, (N,), dtype), key, dtype, use_jit)
+    assert stats.kstest(x, stats.laplace.cdf).pvalue > FAIL_PROB
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_uniform_midpoint_is_open_and_symmetric(key, dtype):
+    u = _draw(lambda k: uniform_midpoint(k, (N,), dtype), key, dtype, True)
+    assert u.min() > 0 and u.max() < 1
+    eps = np.finfo(dtype).eps
+    # every value is an odd multiple of eps/2
+    assert np.all(np.mod(np.round(u / (eps / 2)), 2) == 1)
+
+
+def test_laplace_sample_adds_scaled_noise(key):
+    m = get_mechanism("laplace")
+    with jax.enable_x64(True):
+        x = jnp.full((N, 1), 3.0)
+        y = np.asarray(m.sample(key, x, laplace_params(2.0, sensitivity=4.0)))
+    assert stats.kstest(y.ravel(), stats.laplace(loc=3.0, scale=2.0).cdf).pvalue > FAIL_PROB
+
+
+def test_dptext_resample_is_exponential(key):
+    """u | u <= 1/2 gives 1 - 2u ~ U(0, 1), so eta = -b ln(1 - 2u) ~ Exp(mean b)."""
+    m = get_mechanism("dptext")
+    with jax.enable_x64(True):
+        y = np.asarray(m.sample(key, jnp.zeros((N, 1)), dptext_params(1.0, 2.0, "resample")))
+    assert stats.kstest(y.ravel(), stats.expon(scale=2.0).cdf).pvalue > FAIL_PROB
+
+
+@pytest.mark.parametrize("policy", NAN_POLICIES)
+def test_dptext_policies(key, policy):
+    m = get_mechanism("dptext")
+    with jax.enable_x64(True):
+        y = np.asarray(m.sample(key, jnp.zeros((N, 1)), dptext_params(1.0, 1.0, policy))).ravel()
+    finite = y[~np.isnan(y)]
+    assert np.all(finite >= 0)  # the flaw: the noise is never negative
+    nan_fraction = np.isnan(y).mean()
+    zero_fraction = (y == 0).mean()
+    se = math.sqrt(0.25 / N)
+    if policy == "nan":
+        assert abs(nan_fraction - 0.5) <= Z * se
+    elif policy == "zero":
+        assert nan_fraction == 0 and abs(zero_fraction - 0.5) <= Z * se
+    else:
+        assert nan_fraction == 0 and zero_fraction < 1e-3
+
+
+def test_random_is_a_fair_coin(key):
+    m = get_mechanism("random")
+    y = np.asarray(m.sample(key, jnp.ones((N, 4)), m.e2_params(1.0, 4)))
+    assert set(np.unique(y)) <= {0.0, 1.0}
+    assert abs(y.mean() - 0.5) <= Z * math.sqrt(0.25 / y.size)
+
+
+def test_none_is_the_identity(key):
+    m = get_mechanism("none")
+    x = jnp.arange(12.0).reshape(3, 4)
+    assert np.array_equal(m.sample(key, x, m.e2_params(1.0, 4)), x)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_clip_norm(order):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(100, 7)) * rng.uniform(0.01, 5, size=(100, 1))
+    c = 1.5
+    clipped = clip_norm(x, c, order)
+    norms = np.linalg.norm(clipped, ord=order, axis=1)
+    before = np.linalg.norm(x, ord=order, axis=1)
+    assert np.all(norms <= c * (1 + 1e-12))
+    np.testing.assert_allclose(clipped[before <= c], x[before <= c])
+    np.testing.assert_allclose(norms[before > c], c)
+    # direction kept; the JAX path gives the same numbers
+    np.testing.assert_allclose(clipped * before[:, None], x * np.minimum(before, c)[:, None])
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(np.asarray(clip_norm(jnp.asarray(x), c, order)), clipped)
+
+
+def test_clip_norm_zero_row_and_no_clipping():
+    zero = np.zeros((1, 3))
+    assert np.array_equal(clip_norm(zero, 1.0, 2), zero)
+    x = np.full((1, 3), 100.0)
+    assert np.array_equal(clip_norm(x, math.inf, 2), x)
+
+
+def test_adept_sensitivity_claim_is_2c():
+    p = adept_params(epsilon=0.5, clip=3.0)
+    assert p.scale == pytest.approx(2 * 3.0 / 0.5)
+
+
+def test_registry():
+    assert sorted(MECHANISMS) == [
+        "adept", "adept-l1", "adept-true-sensitivity", "dptext", "laplace", "none", "random",
+    ]
+    for name, m in MECHANISMS.items():
+        assert m.name == name
+    for name in ("adept", "dptext", "none"):
+        assert MECHANISMS[name].flaw  # broken ones say why
+    with pytest.raises(ValueError, match="adept, adept-l1.*random"):
+        get_mechanism("gaussian-typo")
+
+
+def test_unknown_nan_policy_lists_the_known_ones():
+    with pytest.raises(ValueError, match="nan, resample, zero"):
+        dptext_params(1.0, 1.0, "drop")
