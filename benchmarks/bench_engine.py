@@ -23,9 +23,11 @@ The same experiment runs twice, in the same process and the same dtype:
 
 The figure of merit is *scalar draws per second*, ``2 inputs * draws * d /
 seconds``, the best of ``--repeats`` runs; the table also gives the ratio
-mcdp / numpy and the CPU utilisation (process CPU seconds / wall seconds, so 2.0
-means both cores of a 2-core machine were busy). By default ``draws = scalars //
-d`` so that every row of the table does about the same amount of work.
+mcdp / numpy, the CPU utilisation (process CPU seconds / wall seconds, so 2.0
+means both cores of a 2-core machine were busy) and the CPU nanoseconds per scalar
+(the cost per core, which other processes on the machine disturb less than the
+wall-clock figures). By default ``draws = scalars // d`` (``--scalars``), so that
+every row of the table does about the same amount of work.
 
 As a sanity check, the estimated ``P[guess 1 | D]`` (and ``P[guess 1 | D']``) of
 the two implementations must agree within 5 standard errors of their difference;
@@ -64,7 +66,7 @@ from mcdp.sampling import BLOCK_DRAWS, chunk_blocks_for, count_outcomes
 EPSILON = 1.0
 MECHANISM = "laplace"
 DEFAULT_DIMS = "1,8,32,128"
-DEFAULT_SCALARS = 2e8  # per input: ~1.5-3 s per mcdp measurement on 2 CPU cores
+DEFAULT_SCALARS = 1.5e8  # per input: ~1.5-2.5 s per mcdp measurement on 2 CPU cores
 SANITY_SIGMAS = 5.0
 WARMUP_DRAWS = BLOCK_DRAWS
 
@@ -98,9 +100,11 @@ class Row:
     mcdp_seconds: float
     mcdp_scalars_per_s: float
     mcdp_cpu_utilisation: float
+    mcdp_cpu_ns_per_scalar: float
     numpy_seconds: float
     numpy_scalars_per_s: float
     numpy_cpu_utilisation: float
+    numpy_cpu_ns_per_scalar: float
     ratio: float
     mcdp_p1_given_d: float
     numpy_p1_given_d: float
@@ -228,13 +232,13 @@ def bench_one(dim: int, dtype: str, draws: int, repeats: int, seed: int) -> Row:
     run_mcdp(WARMUP_DRAWS)  # compiles for this (mechanism, d, dtype)
     mcdp = best_of(repeats, lambda: run_mcdp(draws))
     np_dtype = np.dtype(dtype)
-    numpy = best_of(
+    baseline = best_of(
         repeats,
         lambda: numpy_counts(xs, params.scale, draws, np_dtype, chunk_rows, seed),
     )
 
     scalars = 2 * draws * dim
-    z = max(z_score(mcdp.counts[i], numpy.counts[i]) for i in range(2))
+    z = max(z_score(mcdp.counts[i], baseline.counts[i]) for i in range(2))
     return Row(
         dim=dim,
         dtype=dtype,
@@ -246,14 +250,18 @@ def bench_one(dim: int, dtype: str, draws: int, repeats: int, seed: int) -> Row:
         mcdp_seconds=mcdp.seconds,
         mcdp_scalars_per_s=scalars / mcdp.seconds,
         mcdp_cpu_utilisation=mcdp.cpu_utilisation,
-        numpy_seconds=numpy.seconds,
-        numpy_scalars_per_s=scalars / numpy.seconds,
-        numpy_cpu_utilisation=numpy.cpu_utilisation,
-        ratio=numpy.seconds / mcdp.seconds,
+        mcdp_cpu_ns_per_scalar=1e9 * mcdp.cpu_utilisation * mcdp.seconds / scalars,
+        numpy_seconds=baseline.seconds,
+        numpy_scalars_per_s=scalars / baseline.seconds,
+        numpy_cpu_utilisation=baseline.cpu_utilisation,
+        numpy_cpu_ns_per_scalar=(
+            1e9 * baseline.cpu_utilisation * baseline.seconds / scalars
+        ),
+        ratio=baseline.seconds / mcdp.seconds,
         mcdp_p1_given_d=float(mcdp.counts[0, 1] / draws),
-        numpy_p1_given_d=float(numpy.counts[0, 1] / draws),
+        numpy_p1_given_d=float(baseline.counts[0, 1] / draws),
         mcdp_p1_given_d_prime=float(mcdp.counts[1, 1] / draws),
-        numpy_p1_given_d_prime=float(numpy.counts[1, 1] / draws),
+        numpy_p1_given_d_prime=float(baseline.counts[1, 1] / draws),
         max_z=float(z),
         sane=bool(z <= SANITY_SIGMAS),
     )
@@ -296,8 +304,8 @@ def format_table(rows: Sequence[Row], env: dict[str, Any]) -> str:
     columns = (
         f"{'d':>4} {'dtype':>7} {'prng':>11} {'draws/input':>12} "
         f"{'chunk (blocks x rows = scalars)':>32} "
-        f"{'mcdp s':>7} {'mcdp scal/s':>11} {'cpu':>4} "
-        f"{'numpy s':>7} {'np scal/s':>10} {'cpu':>4} {'ratio':>6} "
+        f"{'mcdp s':>7} {'mcdp scal/s':>11} {'cpu':>4} {'cpu ns':>6} "
+        f"{'numpy s':>7} {'np scal/s':>10} {'cpu':>4} {'cpu ns':>6} {'ratio':>6} "
         f"{'P1|D mcdp':>10} {'P1|D np':>10} {'z':>5}"
     )
     lines = [header, "", columns, "-" * len(columns)]
@@ -306,16 +314,19 @@ def format_table(rows: Sequence[Row], env: dict[str, Any]) -> str:
         lines.append(
             f"{r.dim:>4} {r.dtype:>7} {r.prng_impl:>11} {r.draws:>12,} {chunk:>32} "
             f"{r.mcdp_seconds:>7.3f} {r.mcdp_scalars_per_s:>11.3e} "
-            f"{r.mcdp_cpu_utilisation:>4.2f} "
+            f"{r.mcdp_cpu_utilisation:>4.2f} {r.mcdp_cpu_ns_per_scalar:>6.2f} "
             f"{r.numpy_seconds:>7.3f} {r.numpy_scalars_per_s:>10.3e} "
-            f"{r.numpy_cpu_utilisation:>4.2f} {r.ratio:>5.2f}x "
+            f"{r.numpy_cpu_utilisation:>4.2f} {r.numpy_cpu_ns_per_scalar:>6.2f} "
+            f"{r.ratio:>5.2f}x "
             f"{r.mcdp_p1_given_d:>10.6f} {r.numpy_p1_given_d:>10.6f} {r.max_z:>5.2f}"
             + ("" if r.sane else "  <-- DISAGREE")
         )
     lines += [
         "",
         "scal/s = 2 inputs x draws x d / best-of-repeats seconds; "
-        "ratio = mcdp scal/s / numpy scal/s; cpu = process CPU s / wall s;",
+        "ratio = mcdp scal/s / numpy scal/s;",
+        "cpu = process CPU s / wall s (2.00 = both of 2 cores busy); "
+        "cpu ns = process CPU ns per scalar (less sensitive to other load);",
         "chunk = engine chunk (numpy uses the same rows per chunk); "
         f"z = max over D, D' of |P1 mcdp - P1 numpy| / SE (warn above "
         f"{SANITY_SIGMAS:g}).",

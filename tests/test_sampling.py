@@ -67,3 +67,11 @@ def test_new_keys_params_and_draws_do_not_retrace(key):
     for i, (eps, draws) in enumerate([(1.0, 5000), (2.0, 9000), (0.3, 3 * BLOCK_DRAWS)]):
         count_outcomes(jax.random.fold_in(key, i), m, MAJORITY_VOTE, _xs(4), m.e2_params(eps, 4), draws)
     assert len(traces) == 1
+
+
+def test_counts_stay_exact_past_int32(key):
+    """More than 2**31 draws: each compiled call counts in int32, the host sums."""
+    m = get_mechanism("none")  # cheap: the attack and the counting are all there is
+    draws = 2**31 + 1234
+    counts = count_outcomes(key, m, MAJORITY_VOTE, _xs(1), m.e2_params(1.0, 1), draws, dtype="float32")
+    assert counts.tolist() == [[draws, 0], [0, draws]]
