@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DRAWS  ?= 1e7
 
-.PHONY: install test test-slow test-all grid bench clean
+.PHONY: install test test-slow test-all lint grid bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test-slow: $(STAMP)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -m '' tests README.md
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check mcdp tests benchmarks
+	$(BIN)/ruff check mcdp tests benchmarks
 
 grid: $(STAMP)
 	$(BIN)/mcdp grid acl2022 --draws $(DRAWS) --out results/acl2022.json

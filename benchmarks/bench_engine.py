@@ -225,7 +225,12 @@ def bench_one(dim: int, dtype: str, draws: int, repeats: int, seed: int) -> Row:
 
     def run_mcdp(num_draws: int) -> np.ndarray:
         return count_outcomes(
-            jax.random.key(seed), mechanism, MAJORITY_VOTE, xs, params, num_draws,
+            jax.random.key(seed),
+            mechanism,
+            MAJORITY_VOTE,
+            xs,
+            params,
+            num_draws,
             dtype=dtype,
         )
 
@@ -349,25 +354,35 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "(SPEC E2, Laplace, majority vote).",
     )
     parser.add_argument(
-        "--dims", type=parse_ints, default=parse_ints(DEFAULT_DIMS),
+        "--dims",
+        type=parse_ints,
+        default=parse_ints(DEFAULT_DIMS),
         help=f"comma-separated dimensions d (default {DEFAULT_DIMS})",
     )
     parser.add_argument(
-        "--draws", type=parse_ints, default=None,
+        "--draws",
+        type=parse_ints,
+        default=None,
         help="draws per input: one value for every d, or one per d "
         "(default: scalars // d)",
     )
     parser.add_argument(
-        "--scalars", type=float, default=DEFAULT_SCALARS,
+        "--scalars",
+        type=float,
+        default=DEFAULT_SCALARS,
         help="scalars per input when --draws is not given: draws = scalars // d "
         f"(default {DEFAULT_SCALARS:g})",
     )
     parser.add_argument(
-        "--dtype", choices=("float64", "float32", "both"), default="both",
+        "--dtype",
+        choices=("float64", "float32", "both"),
+        default="both",
         help="dtype of both implementations (default both)",
     )
     parser.add_argument(
-        "--repeats", type=int, default=3,
+        "--repeats",
+        type=int,
+        default=3,
         help="timed runs per measurement, the best is reported (default 3)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of both (default 0)")

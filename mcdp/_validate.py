@@ -55,12 +55,16 @@ def parse_count(name: str, text: str) -> int | float:
     try:
         return float(cleaned)
     except ValueError:
-        raise ValueError(f"Expected {name} to be a number such as 1e8, got {text!r}.")
+        raise ValueError(
+            f"Expected {name} to be a number such as 1e8, got {text!r}."
+        ) from None
 
 
 def one_of(name: str, value: object, allowed: Iterable[str]) -> str:
     """``value`` is one of ``allowed``; the message lists them."""
     allowed = sorted(allowed)
     if value not in allowed:
-        raise ValueError(f"Unknown {name} {value!r}; expected one of: {', '.join(allowed)}.")
+        raise ValueError(
+            f"Unknown {name} {value!r}; expected one of: {', '.join(allowed)}."
+        )
     return value  # type: ignore[return-value]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 
 from mcdp.mechanisms import Mechanism
@@ -65,8 +66,12 @@ def exact_e2(mechanism: Mechanism, params: Any, dim: int) -> ExactE2 | None:
     ``None`` if the mechanism has no closed form."""
     if mechanism.log_round_one is None:
         return None
-    host_params = type(params)(*(np.asarray(v).item() for v in params))
-    log_p1, log_p0 = log_majority(*mechanism.log_round_one(np.zeros((1, dim)), host_params))
-    log_q1, log_q0 = log_majority(*mechanism.log_round_one(np.ones((1, dim)), host_params))
+    host_params = jax.tree.map(np.asarray, params)
+    log_p1, log_p0 = log_majority(
+        *mechanism.log_round_one(np.zeros((1, dim)), host_params)
+    )
+    log_q1, log_q0 = log_majority(
+        *mechanism.log_round_one(np.ones((1, dim)), host_params)
+    )
     loss = loss_from_log_probabilities((log_p1, log_p0), (log_q1, log_q0))
     return ExactE2(log_p1, log_p0, log_q1, log_q0, loss)

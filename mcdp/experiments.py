@@ -91,7 +91,9 @@ class AuditResult:
         (d0, d1), (e0, e1) = self.counts
         width = max(len(f"{c:,}") for c in (d0, d1, e0, e1, 10**7))
         exact = "unknown" if self.exact is None else _fmt(self.exact)
-        head = f"{self.mechanism}" + (f" (NaN policy {self.nan_policy})" if self.nan_policy else "")
+        head = f"{self.mechanism}" + (
+            f" (NaN policy {self.nan_policy})" if self.nan_policy else ""
+        )
         lines = [
             f"{head}, epsilon = {self.epsilon:g}, d = {self.dim}: "
             f"{self.draws:,} draws per dataset (seed {self.seed}, {self.dtype})",
@@ -125,7 +127,9 @@ def cell_id(mechanism: str, epsilon: float, dim: int, nan_policy: str | None) ->
     return zlib.crc32(text.encode())
 
 
-def _resolve(mechanism: str | Mechanism, nan_policy: str | None) -> tuple[Mechanism, str | None]:
+def _resolve(
+    mechanism: str | Mechanism, nan_policy: str | None
+) -> tuple[Mechanism, str | None]:
     mech = mechanism if isinstance(mechanism, Mechanism) else get_mechanism(mechanism)
     if nan_policy is not None and not mech.nan_policies:
         raise ValueError(
@@ -134,11 +138,15 @@ def _resolve(mechanism: str | Mechanism, nan_policy: str | None) -> tuple[Mechan
             f"not to {mech.name!r}."
         )
     if mech.nan_policies:
-        nan_policy = _validate.one_of("nan_policy", nan_policy or mech.nan_policies[0], mech.nan_policies)
+        nan_policy = _validate.one_of(
+            "nan_policy", nan_policy or mech.nan_policies[0], mech.nan_policies
+        )
     return mech, nan_policy
 
 
-def validate_audit(epsilon, dim, draws, seed, confidence, dtype) -> tuple[float, int, int, int, float, str]:
+def validate_audit(
+    epsilon, dim, draws, seed, confidence, dtype
+) -> tuple[float, int, int, int, float, str]:
     """Checks the arguments of :func:`audit`; raises one-line :class:`ValueError`."""
     return (
         _validate.positive("epsilon", epsilon),
@@ -172,13 +180,27 @@ def audit_iter(
         options = {"nan_policy": nan_policy} if mech.nan_policies else {}
         params = mech.e2_params(epsilon, dim, **options)
     exact = exact_e2(mech, params, dim)
-    key = jax.random.fold_in(jax.random.key(seed), cell_id(mech.name, epsilon, dim, nan_policy))
+    key = jax.random.fold_in(
+        jax.random.key(seed), cell_id(mech.name, epsilon, dim, nan_policy)
+    )
     xs = np.stack([np.zeros(dim), np.ones(dim)])
     start = time.perf_counter()
-    for progress in iter_counts(key, mech, MAJORITY_VOTE, xs, params, draws, dtype=dtype):
+    for progress in iter_counts(
+        key, mech, MAJORITY_VOTE, xs, params, draws, dtype=dtype
+    ):
         yield _result(
-            mech, epsilon, dim, progress.draws, seed, progress.counts, confidence, exact,
-            time.perf_counter() - start, dtype, nan_policy, interrupted=progress.draws < draws,
+            mech,
+            epsilon,
+            dim,
+            progress.draws,
+            seed,
+            progress.counts,
+            confidence,
+            exact,
+            time.perf_counter() - start,
+            dtype,
+            nan_policy,
+            interrupted=progress.draws < draws,
         )
 
 
@@ -217,8 +239,15 @@ def audit(
       ValueError: an argument is out of range; the message names it.
     """
     runs = audit_iter(
-        mechanism, epsilon, dim, draws, seed=seed, confidence=confidence, dtype=dtype,
-        nan_policy=nan_policy, params=params,
+        mechanism,
+        epsilon,
+        dim,
+        draws,
+        seed=seed,
+        confidence=confidence,
+        dtype=dtype,
+        nan_policy=nan_policy,
+        params=params,
     )
     with _progress_bar(progress, total=int(draws), desc=str(mechanism)) as bar:
         result = None
@@ -232,15 +261,30 @@ def _progress_bar(enabled: bool, total: int, desc: str):
     from tqdm.auto import tqdm
 
     return tqdm(
-        total=total, desc=desc, unit="draw", unit_scale=True, delay=2.0,
-        disable=None if enabled else True, leave=False, dynamic_ncols=True,
+        total=total,
+        desc=desc,
+        unit="draw",
+        unit_scale=True,
+        delay=2.0,
+        disable=None if enabled else True,
+        leave=False,
+        dynamic_ncols=True,
     )
 
 
 def _result(
-    mech: Mechanism, epsilon: float, dim: int, draws: int, seed: int, counts: np.ndarray,
-    confidence: float, exact: ExactE2 | None, seconds: float, dtype: str,
-    nan_policy: str | None, interrupted: bool,
+    mech: Mechanism,
+    epsilon: float,
+    dim: int,
+    draws: int,
+    seed: int,
+    counts: np.ndarray,
+    confidence: float,
+    exact: ExactE2 | None,
+    seconds: float,
+    dtype: str,
+    nan_policy: str | None,
+    interrupted: bool,
 ) -> AuditResult:
     counts_list = [[int(c) for c in row] for row in counts]
     estimate = loss_estimate(counts_list, confidence)
@@ -290,19 +334,26 @@ class GridSpec:
     experiment: str = EXPERIMENT
 
     def validated(self) -> GridSpec:
+        """Checks every field; raises a one-line :class:`ValueError`."""
+        if not (self.mechanisms and self.epsilons and self.dims):
+            raise ValueError(
+                "Expected at least one mechanism, epsilon and dim in the grid."
+            )
         for name in self.mechanisms:
             get_mechanism(name)
-        eps = tuple(_validate.positive("epsilons", e) for e in self.epsilons)
-        dims = tuple(_validate.integer("dims", d, low=1, high=MAX_DIM) for d in self.dims)
-        _, _, draws, seed, confidence, dtype = validate_audit(
-            eps[0] if eps else 1.0, dims[0] if dims else 1, self.draws, self.seed,
-            self.confidence, self.dtype,
-        )
-        if not (self.mechanisms and eps and dims):
-            raise ValueError("Expected at least one mechanism, epsilon and dim in the grid.")
         return dataclasses.replace(
-            self, draws=draws, epsilons=eps, dims=dims, seed=seed, confidence=confidence,
-            dtype=dtype, mechanisms=tuple(self.mechanisms),
+            self,
+            mechanisms=tuple(self.mechanisms),
+            epsilons=tuple(_validate.positive("epsilons", e) for e in self.epsilons),
+            dims=tuple(
+                _validate.integer("dims", d, low=1, high=MAX_DIM) for d in self.dims
+            ),
+            draws=_validate.integer(
+                "draws", self.draws, low=1, high=_validate.MAX_DRAWS
+            ),
+            seed=_validate.integer("seed", self.seed, low=0, high=2**32 - 1),
+            confidence=_validate.open_unit("confidence", self.confidence),
+            dtype=_validate.one_of("dtype", self.dtype, DTYPES),
         )
 
     def meta(self) -> dict[str, Any]:
@@ -315,7 +366,9 @@ class GridSpec:
         }
 
     def cells(self) -> list[tuple[str, float, int]]:
-        return [(m, e, d) for m in self.mechanisms for e in self.epsilons for d in self.dims]
+        return [
+            (m, e, d) for m in self.mechanisms for e in self.epsilons for d in self.dims
+        ]
 
 
 def eps_key(epsilon: float) -> str:
@@ -332,7 +385,9 @@ def load_grid(path: Path, spec: GridSpec) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"--out {path} exists and is not a JSON grid file ({err}).") from None
+        raise ValueError(
+            f"--out {path} exists and is not a JSON grid file ({err})."
+        ) from None
     meta = data.get(META_KEY) if isinstance(data, dict) else None
     if not isinstance(meta, dict) or meta.get("experiment") != spec.experiment:
         raise ValueError(
@@ -345,7 +400,24 @@ def load_grid(path: Path, spec: GridSpec) -> dict[str, Any]:
                 f"--out {path} holds a grid with {field}={meta.get(field)!r}, not "
                 f"{wanted!r}; choose another file or the same settings to resume."
             )
+    for mech, by_eps in data.items():
+        if mech != META_KEY and not _is_grid_entry(by_eps):
+            raise ValueError(
+                f"--out {path}: the entry {mech!r} is not a grid of audit records."
+            )
     return data
+
+
+def _is_grid_entry(by_eps: object) -> bool:
+    """``{epsilon: {d: record}}`` with records that have exactly the audit fields."""
+    fields = {f.name for f in dataclasses.fields(AuditResult)}
+    return isinstance(by_eps, dict) and all(
+        isinstance(by_dim, dict)
+        and all(
+            isinstance(cell, dict) and set(cell) == fields for cell in by_dim.values()
+        )
+        for by_dim in by_eps.values()
+    )
 
 
 def _write_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -400,12 +472,19 @@ def run_grid(
             done = bar.n
             result = None
             for result in audit_iter(
-                mech, eps, dim, spec.draws, seed=spec.seed, confidence=spec.confidence,
+                mech,
+                eps,
+                dim,
+                spec.draws,
+                seed=spec.seed,
+                confidence=spec.confidence,
                 dtype=spec.dtype,
             ):
                 bar.update(done + result.draws * dim - bar.n)
             assert result is not None
-            data.setdefault(mech, {}).setdefault(eps_key(eps), {})[str(dim)] = result.to_dict()
+            data.setdefault(mech, {}).setdefault(eps_key(eps), {})[str(dim)] = (
+                result.to_dict()
+            )
             _write_atomic(path, data)
             if on_cell is not None:
                 on_cell(result, False)

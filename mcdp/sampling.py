@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mcdp import _validate
 from mcdp._types import Array, PRNGKey
 from mcdp.estimators import Attack
 from mcdp.mechanisms import Mechanism
@@ -78,7 +79,9 @@ def _count_impl(
         batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
         y = sample(jax.random.fold_in(key, block), batch, params)
         guess = attack.guess(y)
-        valid = (block < num_draws_blocks) | ((block == num_draws_blocks) & (row < remainder))
+        valid = (block < num_draws_blocks) | (
+            (block == num_draws_blocks) & (row < remainder)
+        )
         hits = (guess[:, None] == outcomes[None, :]) & valid[:, None]
         return jnp.sum(hits, axis=0, dtype=jnp.int32)
 
@@ -86,7 +89,9 @@ def _count_impl(
         blocks = first_block + c.astype(jnp.uint32) * chunk_blocks + offsets
         per_input = jax.vmap(
             lambda key, x: jnp.sum(
-                jax.vmap(lambda b: block_counts(key, x, b))(blocks), axis=0, dtype=jnp.int32
+                jax.vmap(lambda b: block_counts(key, x, b))(blocks),
+                axis=0,
+                dtype=jnp.int32,
             )
         )(keys, xs)
         return counts + per_input
@@ -136,10 +141,18 @@ def iter_counts(
         same counts.
       call_chunks: chunks per compiled call (default: about 1.3e8 scalars per call).
     """
+    num_draws = _validate.integer(
+        "num_draws", num_draws, low=1, high=_validate.MAX_DRAWS
+    )
+    dtype = _validate.one_of("dtype", dtype, DTYPES)
     xs_host = np.asarray(xs)
+    if xs_host.ndim != 2 or 0 in xs_host.shape:
+        raise ValueError(f"Expected xs of shape (num_inputs, d), got {xs_host.shape}.")
     num_inputs, dim = xs_host.shape
     chunk_blocks = chunk_blocks or chunk_blocks_for(dim)
-    call_chunks = call_chunks or max(1, CALL_SCALARS // (chunk_blocks * BLOCK_DRAWS * dim))
+    call_chunks = call_chunks or max(
+        1, CALL_SCALARS // (chunk_blocks * BLOCK_DRAWS * dim)
+    )
     # int32 counts per call must not overflow
     call_chunks = min(call_chunks, (2**31 - 1) // (chunk_blocks * BLOCK_DRAWS))
     full_blocks, remainder = divmod(num_draws, BLOCK_DRAWS)
@@ -147,7 +160,9 @@ def iter_counts(
     totals = np.zeros((num_inputs, attack.num_outcomes), dtype=np.int64)
 
     with jax.enable_x64(dtype == "float64"):
-        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_inputs, dtype=jnp.uint32))
+        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(
+            jnp.arange(num_inputs, dtype=jnp.uint32)
+        )
         device_xs = jnp.asarray(xs_host, dtype=dtype)
         device_params = _device_params(params, dtype)
         scalars = dict(
@@ -182,8 +197,5 @@ def count_outcomes(
     **kwargs,
 ) -> np.ndarray:
     """The final counts of :func:`iter_counts`: ``(num_inputs, num_outcomes)`` int64."""
-    progress = None
-    for progress in iter_counts(key, mechanism, attack, xs, params, num_draws, **kwargs):
-        pass
-    assert progress is not None
-    return progress.counts
+    *_, last = iter_counts(key, mechanism, attack, xs, params, num_draws, **kwargs)
+    return last.counts

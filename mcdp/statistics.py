@@ -56,7 +56,9 @@ def loss_from_probabilities(p: float, p_prime: float) -> float:
     return max(_log_gap(p, p_prime), _log_gap(1 - p, 1 - p_prime))
 
 
-def loss_from_log_probabilities(log_p: tuple[float, float], log_q: tuple[float, float]) -> float:
+def loss_from_log_probabilities(
+    log_p: tuple[float, float], log_q: tuple[float, float]
+) -> float:
     """:math:`L` from ``(log P[g=1], log P[g=0])`` of each dataset, so that it stays
     exact where probabilities underflow."""
     gaps = []
@@ -85,7 +87,9 @@ def loss_estimate(counts, confidence: float = 0.95) -> Estimate:
     p_lo, p_hi = clopper_pearson(d1, n, row_conf)
     q_lo, q_hi = clopper_pearson(e1, n_prime, row_conf)
     value = loss_from_probabilities(d1 / n, e1 / n_prime)
-    upper = max(loss_from_probabilities(p, q) for p in (p_lo, p_hi) for q in (q_lo, q_hi))
+    upper = max(
+        loss_from_probabilities(p, q) for p in (p_lo, p_hi) for q in (q_lo, q_hi)
+    )
     if p_hi < q_lo:
         lower = loss_from_probabilities(p_hi, q_lo)
     elif q_hi < p_lo:

@@ -20,7 +20,9 @@ Z = float(stats.norm.isf(FAIL_PROB / 2))  # two-sided multiplier (~3.9)
 
 
 def pytest_report_header(config):
-    return f"MCDP_TEST_SEED={SEED} (false-alarm probability {FAIL_PROB:g} per assertion)"
+    return (
+        f"MCDP_TEST_SEED={SEED} (false-alarm probability {FAIL_PROB:g} per assertion)"
+    )
 
 
 @pytest.fixture

@@ -32,7 +32,9 @@ def test_log_majority_matches_enumeration_for_unequal_probabilities():
 def test_log_majority_stays_finite_below_double_underflow():
     d, log_q = 128, -30.0  # P[K > 64] ~ C(128, 65) e^{-1950}: far below 1e-308
     up, down = log_majority(np.full(d, log_q), np.full(d, math.log1p(-math.exp(log_q))))
-    leading = special.gammaln(d + 1) - special.gammaln(66) - special.gammaln(64) + 65 * log_q
+    leading = (
+        special.gammaln(d + 1) - special.gammaln(66) - special.gammaln(64) + 65 * log_q
+    )
     assert math.isfinite(up) and up == pytest.approx(leading, rel=1e-9)
     assert down == pytest.approx(0.0, abs=1e-15)
 

@@ -8,10 +8,30 @@ import pytest
 
 from mcdp.cli import main
 
-AUDIT = ["audit", "--mechanism", "adept", "--epsilon", "1", "--dim", "4", "--draws", "2e3"]
+AUDIT = [
+    "audit",
+    "--mechanism",
+    "adept",
+    "--epsilon",
+    "1",
+    "--dim",
+    "4",
+    "--draws",
+    "2e3",
+]
 FIELDS = {
-    "mechanism", "epsilon", "dim", "draws", "seed", "counts", "loss", "loss_lower",
-    "loss_upper", "confidence", "exact", "seconds",
+    "mechanism",
+    "epsilon",
+    "dim",
+    "draws",
+    "seed",
+    "counts",
+    "loss",
+    "loss_lower",
+    "loss_upper",
+    "confidence",
+    "exact",
+    "seconds",
 }
 
 
@@ -20,13 +40,28 @@ def test_audit_json_contract(capsys):
     out = capsys.readouterr().out
     record = json.loads(out)  # exactly one object
     assert FIELDS <= record.keys()
-    assert record["draws"] == 2000 and record["seed"] == 7 and record["confidence"] == 0.9
+    assert (
+        record["draws"] == 2000 and record["seed"] == 7 and record["confidence"] == 0.9
+    )
     assert sum(record["counts"][0]) == sum(record["counts"][1]) == 2000
     assert record["loss_lower"] <= record["loss"] <= record["loss_upper"]
 
 
 def test_audit_json_writes_infinity(capsys):
-    main(["audit", "--mechanism", "none", "--epsilon", "1", "--dim", "2", "--draws", "100", "--json"])
+    main(
+        [
+            "audit",
+            "--mechanism",
+            "none",
+            "--epsilon",
+            "1",
+            "--dim",
+            "2",
+            "--draws",
+            "100",
+            "--json",
+        ]
+    )
     out = capsys.readouterr().out
     assert '"loss": Infinity' in out and '"exact": Infinity' in out
     assert math.isinf(json.loads(out)["loss"])
@@ -78,11 +113,48 @@ def test_audit_errors(capsys, change, name):
 
 def test_unknown_mechanism_lists_the_known_ones(capsys):
     with pytest.raises(SystemExit):
-        main(["audit", "--mechanism", "x", "--epsilon", "1", "--dim", "1", "--draws", "1"])
+        main(
+            [
+                "audit",
+                "--mechanism",
+                "x",
+                "--epsilon",
+                "1",
+                "--dim",
+                "1",
+                "--draws",
+                "1",
+            ]
+        )
     assert "adept" in capsys.readouterr().err
 
 
-GRID = ["grid", "acl2022", "--draws", "3000", "--mechanisms", "laplace,none", "--epsilons", "1,2", "--dims", "1,8"]
+META = {
+    "experiment": "acl2022",
+    "draws": 3000,
+    "seed": 0,
+    "confidence": 0.95,
+    "dtype": "float64",
+}
+META = {
+    "experiment": "acl2022",
+    "draws": 3000,
+    "seed": 0,
+    "confidence": 0.95,
+    "dtype": "float64",
+}
+GRID = [
+    "grid",
+    "acl2022",
+    "--draws",
+    "3000",
+    "--mechanisms",
+    "laplace,none",
+    "--epsilons",
+    "1,2",
+    "--dims",
+    "1,8",
+]
 
 
 def test_grid_writes_resumes_and_extends(tmp_path, capsys):
@@ -91,7 +163,10 @@ def test_grid_writes_resumes_and_extends(tmp_path, capsys):
     first = json.loads(out.read_text())
     assert first["_meta"]["experiment"] == "acl2022"
     assert set(first) == {"_meta", "laplace", "none"}
-    assert set(first["laplace"]) == {"1.0", "2.0"} and set(first["laplace"]["1.0"]) == {"1", "8"}
+    assert set(first["laplace"]) == {"1.0", "2.0"} and set(first["laplace"]["1.0"]) == {
+        "1",
+        "8",
+    }
     assert FIELDS <= first["laplace"]["2.0"]["8"].keys()
     capsys.readouterr()
     # rerun: every cell is skipped and the file is unchanged
@@ -99,7 +174,13 @@ def test_grid_writes_resumes_and_extends(tmp_path, capsys):
     assert json.loads(out.read_text()) == first
     assert capsys.readouterr().err.count("resumed") == 8
     # a wider grid keeps the finished cells and adds the new ones
-    assert main(GRID[:5] + ["laplace,adept", "--epsilons", "1", "--dims", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            GRID[:5]
+            + ["laplace,adept", "--epsilons", "1", "--dims", "1", "--out", str(out)]
+        )
+        == 0
+    )
     wider = json.loads(out.read_text())
     assert wider["laplace"]["1.0"]["1"] == first["laplace"]["1.0"]["1"]
     assert "adept" in wider
@@ -136,7 +217,11 @@ def test_grid_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
         ("not json", "not a JSON grid file"),
         ('{"laplace": {}}', "not an acl2022 grid file"),
         ('{"_meta": {"experiment": "trlaplace"}}', "not an acl2022 grid file"),
-        ('{"_meta": {"experiment": "acl2022", "draws": 5, "seed": 0, "confidence": 0.95, "dtype": "float64"}}', "draws=5"),
+        (json.dumps({"_meta": META | {"draws": 5}}), "draws=5"),
+        (
+            json.dumps({"_meta": META, "laplace": {"1.0": {"1": {"loss": 1}}}}),
+            "not a grid of audit records",
+        ),
     ],
 )
 def test_grid_refuses_a_foreign_file(tmp_path, capsys, content, match):

@@ -7,9 +7,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import FAIL_PROB, SEED, Z
-from mcdp import MAJORITY_VOTE, audit, count_outcomes, exact_e2, get_mechanism, loss_estimate
+from mcdp import (
+    MAJORITY_VOTE,
+    audit,
+    count_outcomes,
+    exact_e2,
+    get_mechanism,
+    loss_estimate,
+)
 from mcdp.mechanisms import NAN_POLICIES
+
+from conftest import FAIL_PROB, SEED, Z
 
 CELLS = [
     # (mechanism, epsilon, d, draws): the last two have rare events
@@ -61,7 +69,9 @@ def test_interval_coverage_over_repeated_seeds():
     root = jax.random.key(SEED)
     misses, widths = 0, []
     for r in range(runs):
-        counts = count_outcomes(jax.random.fold_in(root, r), m, MAJORITY_VOTE, xs, params, draws)
+        counts = count_outcomes(
+            jax.random.fold_in(root, r), m, MAJORITY_VOTE, xs, params, draws
+        )
         est = loss_estimate(counts.tolist(), confidence)
         misses += not est.lower <= exact.loss <= est.upper
         widths.append(est.upper - est.lower)
@@ -114,7 +124,13 @@ def test_same_seed_same_result_and_audit_matches_grid_cell(tmp_path):
     b = audit("adept", 2.0, 8, 5000, seed=3)
     assert a.counts == b.counts
     grid = run_grid(
-        GridSpec(draws=5000, mechanisms=("laplace", "adept"), epsilons=(2.0,), dims=(8,), seed=3),
+        GridSpec(
+            draws=5000,
+            mechanisms=("laplace", "adept"),
+            epsilons=(2.0,),
+            dims=(8,),
+            seed=3,
+        ),
         tmp_path / "g.json",
     )
     assert grid["adept"]["2.0"]["8"]["counts"] == a.counts

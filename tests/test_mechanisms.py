@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import FAIL_PROB, Z
 from mcdp.mechanisms import (
     MECHANISMS,
     NAN_POLICIES,
@@ -19,6 +18,8 @@ from mcdp.mechanisms import (
     laplace_params,
 )
 from mcdp.mechanisms._base import clip_norm, standard_laplace, uniform_midpoint
+
+from conftest import FAIL_PROB, Z
 
 N = 200_000
 
@@ -50,14 +51,19 @@ def test_laplace_sample_adds_scaled_noise(key):
     with jax.enable_x64(True):
         x = jnp.full((N, 1), 3.0)
         y = np.asarray(m.sample(key, x, laplace_params(2.0, sensitivity=4.0)))
-    assert stats.kstest(y.ravel(), stats.laplace(loc=3.0, scale=2.0).cdf).pvalue > FAIL_PROB
+    assert (
+        stats.kstest(y.ravel(), stats.laplace(loc=3.0, scale=2.0).cdf).pvalue
+        > FAIL_PROB
+    )
 
 
 def test_dptext_resample_is_exponential(key):
     """u | u <= 1/2 gives 1 - 2u ~ U(0, 1), so eta = -b ln(1 - 2u) ~ Exp(mean b)."""
     m = get_mechanism("dptext")
     with jax.enable_x64(True):
-        y = np.asarray(m.sample(key, jnp.zeros((N, 1)), dptext_params(1.0, 2.0, "resample")))
+        y = np.asarray(
+            m.sample(key, jnp.zeros((N, 1)), dptext_params(1.0, 2.0, "resample"))
+        )
     assert stats.kstest(y.ravel(), stats.expon(scale=2.0).cdf).pvalue > FAIL_PROB
 
 
@@ -65,7 +71,9 @@ def test_dptext_resample_is_exponential(key):
 def test_dptext_policies(key, policy):
     m = get_mechanism("dptext")
     with jax.enable_x64(True):
-        y = np.asarray(m.sample(key, jnp.zeros((N, 1)), dptext_params(1.0, 1.0, policy))).ravel()
+        y = np.asarray(
+            m.sample(key, jnp.zeros((N, 1)), dptext_params(1.0, 1.0, policy))
+        ).ravel()
     finite = y[~np.isnan(y)]
     assert np.all(finite >= 0)  # the flaw: the noise is never negative
     nan_fraction = np.isnan(y).mean()
@@ -104,9 +112,13 @@ def test_clip_norm(order):
     np.testing.assert_allclose(clipped[before <= c], x[before <= c])
     np.testing.assert_allclose(norms[before > c], c)
     # direction kept; the JAX path gives the same numbers
-    np.testing.assert_allclose(clipped * before[:, None], x * np.minimum(before, c)[:, None])
+    np.testing.assert_allclose(
+        clipped * before[:, None], x * np.minimum(before, c)[:, None]
+    )
     with jax.enable_x64(True):
-        np.testing.assert_allclose(np.asarray(clip_norm(jnp.asarray(x), c, order)), clipped)
+        np.testing.assert_allclose(
+            np.asarray(clip_norm(jnp.asarray(x), c, order)), clipped
+        )
 
 
 def test_clip_norm_zero_row_and_no_clipping():
@@ -123,7 +135,13 @@ def test_adept_sensitivity_claim_is_2c():
 
 def test_registry():
     assert sorted(MECHANISMS) == [
-        "adept", "adept-l1", "adept-true-sensitivity", "dptext", "laplace", "none", "random",
+        "adept",
+        "adept-l1",
+        "adept-true-sensitivity",
+        "dptext",
+        "laplace",
+        "none",
+        "random",
     ]
     for name, m in MECHANISMS.items():
         assert m.name == name

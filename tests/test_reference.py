@@ -16,10 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import SEED
 from mcdp import audit, exact_e2, get_mechanism
 
-REFERENCE = json.loads((Path(__file__).parent / "data" / "acl2022_reference.json").read_text())
+from conftest import SEED
+
+REFERENCE = json.loads(
+    (Path(__file__).parent / "data" / "acl2022_reference.json").read_text()
+)
 CELL_FAIL = 1e-4  # per cell; 84 cells give a family-wise false-alarm rate below 1 %
 REPLICATES = 400_000
 
@@ -39,10 +42,16 @@ def _losses(k1: np.ndarray, k2: np.ndarray, n: int) -> np.ndarray:
     return np.maximum(gap(k1 / n, k2 / n), gap((n - k1) / n, (n - k2) / n))
 
 
-def _difference_p_value(observed: float, p: float, q: float, n_ours: int, n_ref: int) -> float:
+def _difference_p_value(
+    observed: float, p: float, q: float, n_ours: int, n_ref: int
+) -> float:
     rng = np.random.default_rng(SEED)
-    ours = _losses(rng.binomial(n_ours, p, REPLICATES), rng.binomial(n_ours, q, REPLICATES), n_ours)
-    ref = _losses(rng.binomial(n_ref, p, REPLICATES), rng.binomial(n_ref, q, REPLICATES), n_ref)
+    ours = _losses(
+        rng.binomial(n_ours, p, REPLICATES), rng.binomial(n_ours, q, REPLICATES), n_ours
+    )
+    ref = _losses(
+        rng.binomial(n_ref, p, REPLICATES), rng.binomial(n_ref, q, REPLICATES), n_ref
+    )
     with np.errstate(invalid="ignore"):
         diff = np.where(np.isinf(ours) & np.isinf(ref), 0.0, ours - ref)
     below = np.mean(diff <= observed)
@@ -66,7 +75,9 @@ def _check(mech: str, eps: float, d: int, draws: int) -> None:
     m = get_mechanism(mech)
     exact = exact_e2(m, m.e2_params(eps, d), d)
     observed = 0.0 if math.isinf(ours.loss) and math.isinf(ref) else ours.loss - ref
-    p_value = _difference_p_value(observed, exact.p1, exact.q1, draws, _reference_draws(d))
+    p_value = _difference_p_value(
+        observed, exact.p1, exact.q1, draws, _reference_draws(d)
+    )
     assert p_value >= CELL_FAIL, (mech, eps, d, ours.loss, ref, exact.loss)
 
 

@@ -21,7 +21,12 @@ def test_counts_do_not_depend_on_chunk_or_call_size(key, dtype, name, d):
     draws = 7 * BLOCK_DRAWS + 123  # a partial last block
     runs = [
         count_outcomes(key, m, MAJORITY_VOTE, _xs(d), params, draws, dtype=dtype, **kw)
-        for kw in ({}, {"chunk_blocks": 1}, {"chunk_blocks": 3, "call_chunks": 1}, {"chunk_blocks": 64})
+        for kw in (
+            {},
+            {"chunk_blocks": 1},
+            {"chunk_blocks": 3, "call_chunks": 1},
+            {"chunk_blocks": 64},
+        )
     ]
     for other in runs[1:]:
         np.testing.assert_array_equal(runs[0], other)
@@ -31,7 +36,14 @@ def test_counts_do_not_depend_on_chunk_or_call_size(key, dtype, name, d):
 def test_different_keys_give_different_counts(key):
     m = get_mechanism("laplace")
     a = count_outcomes(key, m, MAJORITY_VOTE, _xs(4), m.e2_params(1.0, 4), 10_000)
-    b = count_outcomes(jax.random.fold_in(key, 1), m, MAJORITY_VOTE, _xs(4), m.e2_params(1.0, 4), 10_000)
+    b = count_outcomes(
+        jax.random.fold_in(key, 1),
+        m,
+        MAJORITY_VOTE,
+        _xs(4),
+        m.e2_params(1.0, 4),
+        10_000,
+    )
     assert not np.array_equal(a, b)
 
 
@@ -40,18 +52,41 @@ def test_a_prefix_of_draws_is_a_prefix_of_blocks(key):
     fresh run with that many draws."""
     m = get_mechanism("laplace")
     steps = list(
-        iter_counts(key, m, MAJORITY_VOTE, _xs(2), m.e2_params(1.0, 2), 10 * BLOCK_DRAWS,
-                    chunk_blocks=2, call_chunks=1)
+        iter_counts(
+            key,
+            m,
+            MAJORITY_VOTE,
+            _xs(2),
+            m.e2_params(1.0, 2),
+            10 * BLOCK_DRAWS,
+            chunk_blocks=2,
+            call_chunks=1,
+        )
     )
     assert [s.draws for s in steps] == [2 * BLOCK_DRAWS * (i + 1) for i in range(5)]
-    fresh = count_outcomes(key, m, MAJORITY_VOTE, _xs(2), m.e2_params(1.0, 2), steps[1].draws)
+    fresh = count_outcomes(
+        key, m, MAJORITY_VOTE, _xs(2), m.e2_params(1.0, 2), steps[1].draws
+    )
     np.testing.assert_array_equal(steps[1].counts, fresh)
 
 
 def test_majority_vote_ties_go_to_zero():
-    y = np.array([[0.0, 1.0], [0.7, 0.6], [0.2, 0.4], [np.nan, 0.0], [np.nan, np.nan], [0.5, 0.49]])
+    y = np.array(
+        [
+            [0.0, 1.0],
+            [0.7, 0.6],
+            [0.2, 0.4],
+            [np.nan, 0.0],
+            [np.nan, np.nan],
+            [0.5, 0.49],
+        ]
+    )
     assert majority_vote_guess(y).tolist() == [0, 1, 0, 0, 1, 0]
-    assert majority_vote_guess(np.array([[0.5], [0.4999], [np.nan]])).tolist() == [1, 0, 1]
+    assert majority_vote_guess(np.array([[0.5], [0.4999], [np.nan]])).tolist() == [
+        1,
+        0,
+        1,
+    ]
 
 
 def test_new_keys_params_and_draws_do_not_retrace(key):
@@ -64,8 +99,17 @@ def test_new_keys_params_and_draws_do_not_retrace(key):
 
     m = Mechanism("counting", counting_sample, laplace.e2_params, None, "epsilon-DP")
     _count_impl.clear_cache()
-    for i, (eps, draws) in enumerate([(1.0, 5000), (2.0, 9000), (0.3, 3 * BLOCK_DRAWS)]):
-        count_outcomes(jax.random.fold_in(key, i), m, MAJORITY_VOTE, _xs(4), m.e2_params(eps, 4), draws)
+    for i, (eps, draws) in enumerate(
+        [(1.0, 5000), (2.0, 9000), (0.3, 3 * BLOCK_DRAWS)]
+    ):
+        count_outcomes(
+            jax.random.fold_in(key, i),
+            m,
+            MAJORITY_VOTE,
+            _xs(4),
+            m.e2_params(eps, 4),
+            draws,
+        )
     assert len(traces) == 1
 
 
@@ -73,5 +117,7 @@ def test_counts_stay_exact_past_int32(key):
     """More than 2**31 draws: each compiled call counts in int32, the host sums."""
     m = get_mechanism("none")  # cheap: the attack and the counting are all there is
     draws = 2**31 + 1234
-    counts = count_outcomes(key, m, MAJORITY_VOTE, _xs(1), m.e2_params(1.0, 1), draws, dtype="float32")
+    counts = count_outcomes(
+        key, m, MAJORITY_VOTE, _xs(1), m.e2_params(1.0, 1), draws, dtype="float32"
+    )
     assert counts.tolist() == [[draws, 0], [0, draws]]

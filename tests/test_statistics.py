@@ -40,7 +40,9 @@ def test_loss_from_probabilities_hand_values():
     assert loss_from_probabilities(0.25, 0.5) == pytest.approx(math.log(2))
     assert loss_from_probabilities(0.5, 0.5) == 0.0
     assert loss_from_probabilities(0.0, 0.3) == math.inf
-    assert loss_from_probabilities(0.0, 0.0) == 0.0  # guess 1 never happens: no evidence
+    assert (
+        loss_from_probabilities(0.0, 0.0) == 0.0
+    )  # guess 1 never happens: no evidence
     assert loss_from_probabilities(1.0, 1.0) == 0.0
 
 

@@ -19,7 +19,18 @@ from mcdp.mechanisms.laplace import LAPLACE, LaplaceParams, laplace_params
 from mcdp.mechanisms.trivial import NONE, RANDOM, NoParams
 
 MECHANISMS: Mapping[str, Mechanism] = MappingProxyType(
-    {m.name: m for m in (LAPLACE, ADEPT, ADEPT_L1, ADEPT_TRUE_SENSITIVITY, DPTEXT, NONE, RANDOM)}
+    {
+        m.name: m
+        for m in (
+            LAPLACE,
+            ADEPT,
+            ADEPT_L1,
+            ADEPT_TRUE_SENSITIVITY,
+            DPTEXT,
+            NONE,
+            RANDOM,
+        )
+    }
 )
 
 
@@ -29,7 +40,8 @@ def get_mechanism(name: str) -> Mechanism:
         return MECHANISMS[name]
     except KeyError:
         raise ValueError(
-            f"Unknown mechanism {name!r}; expected one of: {', '.join(sorted(MECHANISMS))}."
+            f"Unknown mechanism {name!r}; "
+            f"expected one of: {', '.join(sorted(MECHANISMS))}."
         ) from None
 
 

@@ -62,7 +62,7 @@ def uniform_midpoint(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
 
 
 def standard_laplace(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
-    r"""Lap(1) by inverse CDF: :math:`-\mathrm{sgn}(u - \tfrac12)\ln(1 - 2|u - \tfrac12|)`.
+    r"""Lap(1) by inverse CDF, :math:`-\mathrm{sgn}(u - h)\ln(1 - 2|u - h|)`, h = 1/2.
 
     Exact arithmetic up to the final ``log``; the tails stop at
     :math:`\ln 2^{m}` (about 36 in float64, 16 in float32; SPEC §2).
@@ -104,7 +104,7 @@ def identity(x, params):
 
 
 def clip_norm(x, radius, order: int):
-    r"""Row-wise :math:`x \cdot \min(1, C / \lVert x \rVert_p)` for ``order`` p = 1 or 2.
+    r"""Row-wise :math:`x \min(1, C / \lVert x \rVert_p)` for ``order`` p = 1 or 2.
 
     Works on NumPy arrays (host, exact references) and JAX arrays (device). A zero
     row and ``radius = inf`` (no clipping) both give the factor 1.

@@ -44,7 +44,9 @@ def dptext_params(epsilon: float, sensitivity: float, nan_policy: str = "zero"):
             f"Unknown nan_policy {nan_policy!r}; expected one of: "
             f"{', '.join(sorted(NAN_POLICIES))}."
         )
-    return DPTextParams(scale=sensitivity / epsilon, nan_policy=NAN_POLICIES.index(nan_policy))
+    return DPTextParams(
+        scale=sensitivity / epsilon, nan_policy=NAN_POLICIES.index(nan_policy)
+    )
 
 
 def dptext_sample(key: PRNGKey, x: Array, params: DPTextParams) -> Array:
@@ -71,7 +73,10 @@ def _log_sf(t: np.ndarray, params: DPTextParams):
             ge, lt = -z, np.log(-np.expm1(-z))
     else:
         with np.errstate(divide="ignore"):
-            ge, lt = np.log(0.5) + np.log1p(np.exp(-z)), np.log(0.5) + np.log(-np.expm1(-z))
+            ge, lt = (
+                np.log(0.5) + np.log1p(np.exp(-z)),
+                np.log(0.5) + np.log(-np.expm1(-z)),
+            )
     positive = t > 0
     return np.where(positive, ge, 0.0), np.where(positive, lt, -np.inf)
 
