@@ -12,6 +12,8 @@ import numbers
 from collections.abc import Iterable
 
 MAX_DRAWS = 1 << 40  # block indices must fit in uint32: 2**40 / 1024 = 2**30 blocks
+MAX_DIM = 1 << 16
+MAX_SEED = 2**32 - 1  # seeds are uint32
 
 
 def _is_real(value: object) -> bool:

@@ -97,7 +97,10 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--seed",
         type=_typed(
             lambda t: _validate.integer(
-                "--seed", _validate.parse_count("--seed", t), low=0, high=2**32 - 1
+                "--seed",
+                _validate.parse_count("--seed", t),
+                low=0,
+                high=_validate.MAX_SEED,
             )
         ),
         default=0,
@@ -140,7 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         type=_typed(
             lambda t: _validate.integer(
-                "--dim", _validate.parse_count("--dim", t), low=1, high=1 << 16
+                "--dim",
+                _validate.parse_count("--dim", t),
+                low=1,
+                high=_validate.MAX_DIM,
             )
         ),
     )

@@ -35,7 +35,6 @@ ACL2022_MECHANISMS = ("laplace", "adept", "dptext", "none", "random")
 ACL2022_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 ACL2022_DIMS = (1, 2, 8, 32, 64, 128)
 META_KEY = "_meta"
-MAX_DIM = 1 << 16
 PRIME_LABEL = "D' = 1^d"
 
 
@@ -150,9 +149,9 @@ def validate_audit(
     """Checks the arguments of :func:`audit`; raises one-line :class:`ValueError`."""
     return (
         _validate.positive("epsilon", epsilon),
-        _validate.integer("dim", dim, low=1, high=MAX_DIM),
+        _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM),
         _validate.integer("draws", draws, low=1, high=_validate.MAX_DRAWS),
-        _validate.integer("seed", seed, low=0, high=2**32 - 1),
+        _validate.integer("seed", seed, low=0, high=_validate.MAX_SEED),
         _validate.open_unit("confidence", confidence),
         _validate.one_of("dtype", dtype, DTYPES),
     )
@@ -346,12 +345,13 @@ class GridSpec:
             mechanisms=tuple(self.mechanisms),
             epsilons=tuple(_validate.positive("epsilons", e) for e in self.epsilons),
             dims=tuple(
-                _validate.integer("dims", d, low=1, high=MAX_DIM) for d in self.dims
+                _validate.integer("dims", d, low=1, high=_validate.MAX_DIM)
+                for d in self.dims
             ),
             draws=_validate.integer(
                 "draws", self.draws, low=1, high=_validate.MAX_DRAWS
             ),
-            seed=_validate.integer("seed", self.seed, low=0, high=2**32 - 1),
+            seed=_validate.integer("seed", self.seed, low=0, high=_validate.MAX_SEED),
             confidence=_validate.open_unit("confidence", self.confidence),
             dtype=_validate.one_of("dtype", self.dtype, DTYPES),
         )
