@@ -139,9 +139,11 @@ def test_registry():
         "adept-l1",
         "adept-true-sensitivity",
         "dptext",
+        "gaussian",
         "laplace",
         "none",
         "random",
+        "trlaplace",
     ]
     for name, m in MECHANISMS.items():
         assert m.name == name

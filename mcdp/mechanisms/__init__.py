@@ -15,8 +15,15 @@ from mcdp.mechanisms.adept import (
     adept_true_sensitivity_params,
 )
 from mcdp.mechanisms.dptext import DPTEXT, NAN_POLICIES, DPTextParams, dptext_params
+from mcdp.mechanisms.gaussian import GAUSSIAN, GaussianParams, gaussian_params
 from mcdp.mechanisms.laplace import LAPLACE, LaplaceParams, laplace_params
 from mcdp.mechanisms.trivial import NONE, RANDOM, NoParams
+from mcdp.mechanisms.trlaplace import (
+    TRLAPLACE,
+    TrLaplaceParams,
+    trlaplace_min_dim,
+    trlaplace_params,
+)
 
 MECHANISMS: Mapping[str, Mechanism] = MappingProxyType(
     {
@@ -29,6 +36,8 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType(
             DPTEXT,
             NONE,
             RANDOM,
+            GAUSSIAN,
+            TRLAPLACE,
         )
     }
 )
@@ -50,12 +59,17 @@ __all__ = [
     "NAN_POLICIES",
     "AdeptParams",
     "DPTextParams",
+    "GaussianParams",
     "LaplaceParams",
     "Mechanism",
     "NoParams",
+    "TrLaplaceParams",
     "adept_params",
     "adept_true_sensitivity_params",
     "dptext_params",
+    "gaussian_params",
     "get_mechanism",
     "laplace_params",
+    "trlaplace_min_dim",
+    "trlaplace_params",
 ]
