@@ -59,6 +59,7 @@ def _count_impl(
     num_chunks: Array,
     num_draws_blocks: Array,
     remainder: Array,
+    aux: Any,
     *,
     sample,
     attack: Attack,
@@ -78,7 +79,7 @@ def _count_impl(
     def block_counts(key, x, block):
         batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
         y = sample(jax.random.fold_in(key, block), batch, params)
-        guess = attack.guess(y)
+        guess = attack.guess(y, aux)
         valid = (block < num_draws_blocks) | (
             (block == num_draws_blocks) & (row < remainder)
         )
@@ -101,12 +102,12 @@ def _count_impl(
 
 
 def _device_params(params: Any, dtype) -> Any:
-    """Floats become arrays of the run's dtype, ints int32: one trace per dtype."""
+    """Floating leaves become arrays of the run's dtype, integer leaves int32: one
+    trace per dtype, whatever Python or NumPy types the caller used."""
 
     def leaf(v):
-        if isinstance(v, (bool, int, np.integer)):
-            return jnp.asarray(v, dtype=jnp.int32)
-        return jnp.asarray(v, dtype=dtype)
+        kind = np.asarray(v).dtype.kind
+        return jnp.asarray(v, dtype=jnp.int32 if kind in "biu" else dtype)
 
     return jax.tree.map(leaf, params)
 
@@ -122,6 +123,7 @@ def iter_counts(
     dtype: str = "float64",
     chunk_blocks: int | None = None,
     call_chunks: int | None = None,
+    aux: Any = None,
 ) -> Iterator[Progress]:
     """Runs ``num_draws`` draws of ``mechanism`` on every row of ``xs``, streaming.
 
@@ -140,6 +142,7 @@ def iter_counts(
       chunk_blocks: blocks per chunk (default: about 1e6 scalars); any value gives the
         same counts.
       call_chunks: chunks per compiled call (default: about 1.3e8 scalars per call).
+      aux: the attack's data (a pytree; floats become arrays of ``dtype``).
     """
     num_draws = _validate.integer(
         "num_draws", num_draws, low=1, high=_validate.MAX_DRAWS
@@ -165,6 +168,7 @@ def iter_counts(
         )
         device_xs = jnp.asarray(xs_host, dtype=dtype)
         device_params = _device_params(params, dtype)
+        device_aux = _device_params(aux, dtype)
         scalars = dict(
             num_draws_blocks=jnp.uint32(full_blocks), remainder=jnp.uint32(remainder)
         )
@@ -178,6 +182,7 @@ def iter_counts(
                 jnp.uint32(block),
                 jnp.int32(chunks),
                 **scalars,
+                aux=device_aux,
                 sample=mechanism.sample,
                 attack=attack,
                 chunk_blocks=chunk_blocks,

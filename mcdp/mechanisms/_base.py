@@ -23,7 +23,7 @@ LogProbs = tuple[np.ndarray, np.ndarray]
 
 
 class Mechanism(NamedTuple):
-    """A registered (or user-defined) mechanism.
+    r"""A registered (or user-defined) mechanism.
 
     Attributes:
       name: registry name; never changes meaning.
@@ -37,6 +37,16 @@ class Mechanism(NamedTuple):
       claim: the privacy claim, e.g. ``"epsilon-DP"``.
       flaw: one line on why the claim fails, or ``None`` for a correct mechanism.
       nan_policies: the values ``e2_params`` accepts for ``nan_policy`` (DPText only).
+      calibrate: ``calibrate(epsilon, delta, dim, clip) -> params``, the mechanism's
+        own calibration for embeddings clipped at radius ``clip`` (used by the
+        (epsilon, delta) audits); ``None`` if it has none.
+      transform: ``transform(x, params) -> x``, the deterministic part applied before
+        the noise (clipping); ``None`` for the identity.
+      privacy_loss: ``privacy_loss(y, tx, tx_prime, params)``, the exact
+        :math:`\ln p(y \mid x) - \ln p(y \mid x')` of an output row, given the
+        transformed inputs; ``None`` where no density is known.
+      noise_bound: ``noise_bound(params) -> A``: every noise coordinate lies in
+        :math:`[-A, A]`; ``None`` for unbounded noise.
     """
 
     name: str
@@ -46,6 +56,10 @@ class Mechanism(NamedTuple):
     claim: str
     flaw: str | None = None
     nan_policies: tuple[str, ...] = ()
+    calibrate: Callable[[float, float, int, float], Any] | None = None
+    transform: Callable[[Any, Any], Any] | None = None
+    privacy_loss: Callable[[Array, Array, Array, Any], Array] | None = None
+    noise_bound: Callable[[Any], Any] | None = None
 
 
 def uniform_midpoint(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
@@ -101,6 +115,19 @@ def additive_log_round_one(
 def identity(x, params):
     del params
     return x
+
+
+def clip_l2(x, params):
+    """The L2 clipping of mechanisms whose params have a ``clip`` radius."""
+    return clip_norm(x, params.clip, order=2)
+
+
+def laplace_privacy_loss(y, x, x_prime, scale):
+    r""":math:`(\lVert y - x'\rVert_1 - \lVert y - x\rVert_1)/b` for iid Lap(b) noise,
+    over the last axis; ``x`` and ``x_prime`` broadcast against ``y`` explicitly."""
+    x = jnp.broadcast_to(x, y.shape)
+    x_prime = jnp.broadcast_to(x_prime, y.shape)
+    return jnp.sum(jnp.abs(y - x_prime) - jnp.abs(y - x), axis=-1) / scale
 
 
 def clip_norm(x, radius, order: int):

@@ -24,8 +24,10 @@ from mcdp._types import Array, PRNGKey
 from mcdp.mechanisms._base import (
     Mechanism,
     additive_log_round_one,
+    clip_l2,
     clip_norm,
     laplace_log_sf,
+    laplace_privacy_loss,
     standard_laplace,
 )
 
@@ -74,6 +76,9 @@ ADEPT = Mechanism(
     ),
     claim="epsilon-DP",
     flaw="noise calibrated to 2C, but the L1 sensitivity of L2 clipping is 2C*sqrt(d)",
+    calibrate=lambda epsilon, delta, dim, clip: adept_params(epsilon, clip),
+    transform=clip_l2,
+    privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
 )
 
 ADEPT_L1 = Mechanism(
@@ -84,6 +89,9 @@ ADEPT_L1 = Mechanism(
         lambda x, p: clip_norm(x, p.clip, order=1), _log_sf
     ),
     claim="epsilon-DP",
+    calibrate=lambda epsilon, delta, dim, clip: adept_params(epsilon, clip),
+    transform=lambda x, p: clip_norm(x, p.clip, order=1),
+    privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
 )
 
 ADEPT_TRUE_SENSITIVITY = Mechanism(
@@ -92,4 +100,9 @@ ADEPT_TRUE_SENSITIVITY = Mechanism(
     e2_params=lambda epsilon, dim: adept_true_sensitivity_params(epsilon, E2_CLIP, dim),
     log_round_one=ADEPT.log_round_one,
     claim="epsilon-DP",
+    calibrate=lambda epsilon, delta, dim, clip: adept_true_sensitivity_params(
+        epsilon, clip, dim
+    ),
+    transform=clip_l2,
+    privacy_loss=ADEPT.privacy_loss,
 )

@@ -126,4 +126,7 @@ GAUSSIAN = Mechanism(
         lambda t, p: gaussian_log_sf(t, p.sigma),
     ),
     claim="(epsilon, delta)-DP",
+    calibrate=lambda epsilon, delta, dim, clip: gaussian_params(epsilon, delta, clip),
+    transform=lambda x, p: clip_norm(x, p.clip, order=2),
+    privacy_loss=gaussian_privacy_loss,
 )

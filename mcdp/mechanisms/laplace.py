@@ -14,6 +14,7 @@ from mcdp.mechanisms._base import (
     additive_log_round_one,
     identity,
     laplace_log_sf,
+    laplace_privacy_loss,
     standard_laplace,
 )
 
@@ -45,4 +46,9 @@ LAPLACE = Mechanism(
         identity, lambda t, p: laplace_log_sf(t, p.scale)
     ),
     claim="epsilon-DP",
+    # embeddings in the L2 ball of radius C: the L1 sensitivity is 2 C sqrt(d)
+    calibrate=lambda epsilon, delta, dim, clip: laplace_params(
+        epsilon, sensitivity=2 * clip * dim**0.5
+    ),
+    privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
 )

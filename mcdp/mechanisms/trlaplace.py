@@ -270,4 +270,10 @@ TRLAPLACE = Mechanism(
     claim="(epsilon, delta)-DP",
     flaw="the proof bounds the uncovered support by (Delta_inf/B)^d = delta, but one "
     "shifted coordinate uncovers a slab of mass up to Delta_inf/B = delta^(1/d)",
+    calibrate=lambda epsilon, delta, dim, clip: trlaplace_params(
+        epsilon, delta, dim, clip
+    ),
+    transform=lambda x, p: clip_norm(x, p.clip, order=2),
+    privacy_loss=trlaplace_privacy_loss,
+    noise_bound=lambda p: p.bound,
 )
