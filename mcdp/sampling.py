@@ -162,7 +162,8 @@ def iter_counts(
     total_blocks = full_blocks + (remainder > 0)
     totals = np.zeros((num_inputs, attack.num_outcomes), dtype=np.int64)
 
-    with jax.enable_x64(dtype == "float64"):
+    x64 = dtype == "float64"
+    with jax.enable_x64(x64):
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(
             jnp.arange(num_inputs, dtype=jnp.uint32)
         )
@@ -172,10 +173,11 @@ def iter_counts(
         scalars = dict(
             num_draws_blocks=jnp.uint32(full_blocks), remainder=jnp.uint32(remainder)
         )
-        block = 0
-        while block < total_blocks:
-            chunks = min(call_chunks, -(-(total_blocks - block) // chunk_blocks))
-            counts = _count_impl(
+    block = 0
+    while block < total_blocks:
+        chunks = min(call_chunks, -(-(total_blocks - block) // chunk_blocks))
+        with jax.enable_x64(x64):  # only around device work: the caller's code
+            counts = _count_impl(  # between yields keeps its own setting
                 keys,
                 device_xs,
                 device_params,
@@ -188,8 +190,8 @@ def iter_counts(
                 chunk_blocks=chunk_blocks,
             )
             totals += np.asarray(counts, dtype=np.int64)
-            block += chunks * chunk_blocks
-            yield Progress(min(block * BLOCK_DRAWS, num_draws), totals.copy())
+        block += chunks * chunk_blocks
+        yield Progress(min(block * BLOCK_DRAWS, num_draws), totals.copy())
 
 
 def count_outcomes(

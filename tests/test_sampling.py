@@ -121,3 +121,14 @@ def test_counts_stay_exact_past_int32(key):
         key, m, MAJORITY_VOTE, _xs(1), m.e2_params(1.0, 1), draws, dtype="float32"
     )
     assert counts.tolist() == [[draws, 0], [0, draws]]
+
+
+def test_x64_is_not_left_on_between_yields(key):
+    m = get_mechanism("laplace")
+    before = jax.config.jax_enable_x64
+    runs = iter_counts(
+        key, m, MAJORITY_VOTE, _xs(2), m.e2_params(1.0, 2), 3 * BLOCK_DRAWS,
+        dtype="float64", chunk_blocks=1, call_chunks=1,
+    )  # fmt: skip
+    for _ in runs:
+        assert jax.config.jax_enable_x64 == before
