@@ -1,0 +1,411 @@
+r"""(epsilon, delta) audits: how large must delta be for the observed outputs?
+
+For neighbouring inputs :math:`x, x'` and any event :math:`S`, (epsilon, delta)-DP
+requires :math:`P[M(x) \in S] - e^\varepsilon P[M(x') \in S] \le \delta`, in both
+orders. An attack maps each output to an *ordered* outcome (the higher, the more the
+output speaks for :math:`x`); its events are the upper sets :math:`\{o \ge k\}` and
+the lower sets :math:`\{o < k\}`, :math:`k = 1, \dots, K`. From the counts, each
+:math:`P_a[o \ge k]` (for :math:`a = x, x'`) gets a two-sided Clopper–Pearson
+interval at confidence :math:`1 - \alpha/(2K)`; all :math:`2K` intervals hold at once
+with probability :math:`\ge 1 - \alpha` (Bonferroni), so
+
+.. math:: \delta_{\mathrm{lower}}(\varepsilon) = \max\Bigl(0, \max_{S, \text{order}}
+   P_{\mathrm{lo}}[M(x) \in S] - e^\varepsilon P_{\mathrm{hi}}[M(x') \in S]\Bigr)
+
+is a lower confidence bound on the smallest delta consistent with (epsilon,
+delta)-DP, simultaneously for every epsilon (the privacy profile). The thresholds
+and events are fixed before sampling, so no selection correction beyond Bonferroni
+is needed.
+
+Attacks: ``majority`` (SPEC E2), ``support`` (an output outside :math:`x' +
+[-A, A]^d` is impossible under :math:`x'`; for bounded noise), ``lr`` (the exact
+privacy loss :math:`\ln p(y|x) - \ln p(y|x')` binned at fixed thresholds; for
+mechanisms with a known density).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import stats
+
+from mcdp import _validate
+from mcdp.estimators import MAJORITY_VOTE, Attack
+from mcdp.mechanisms import Mechanism, get_mechanism
+from mcdp.sampling import DTYPES, iter_counts
+
+PAIRS = ("zeros-ones", "axis", "diagonal")
+ATTACKS = ("majority", "support", "lr")
+PROFILE_EPSILONS = tuple(np.round(np.linspace(0.0, 1.0, 11), 10)) + (
+    1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0,
+)  # fmt: skip
+LR_GRID = 24  # evenly spaced thresholds on each side, besides the epsilons
+
+
+def make_pair(name: str, dim: int, clip: float = 1.0) -> np.ndarray:
+    r"""A named neighbouring pair as a ``(2, d)`` array.
+
+    * ``zeros-ones``: :math:`0^d` and :math:`1^d` (SPEC E2);
+    * ``axis``: :math:`+C e_1` and :math:`-C e_1` (the L∞ worst case of clipped
+      embeddings, :math:`\lVert x - x'\rVert_2 = 2C`);
+    * ``diagonal``: :math:`\pm (C/\sqrt d)(1, \dots, 1)` (the L1 worst case,
+      :math:`\lVert x - x'\rVert_1 = 2C\sqrt d`).
+    """
+    _validate.one_of("pair", name, PAIRS)
+    dim = _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM)
+    clip = _validate.positive("clip", clip)
+    if name == "zeros-ones":
+        return np.stack([np.zeros(dim), np.ones(dim)])
+    if name == "axis":
+        e1 = np.zeros(dim)
+        e1[0] = clip
+        return np.stack([e1, -e1])
+    ones = np.full(dim, clip / math.sqrt(dim))
+    return np.stack([ones, -ones])
+
+
+@functools.lru_cache(maxsize=None)
+def likelihood_ratio_attack(mechanism: Mechanism, num_thresholds: int) -> Attack:
+    """Outcome = how many of the sorted thresholds the privacy loss reaches.
+
+    ``aux = (tx, tx_prime, params, thresholds)`` with the transformed (clipped)
+    inputs. Cached, so equal arguments give the same (hashable) attack and the
+    engine compiles once.
+    """
+    if mechanism.privacy_loss is None:
+        raise ValueError(
+            f"attack 'lr' needs a mechanism with a known density, not {mechanism.name!r}."
+        )
+    loss_fn = mechanism.privacy_loss
+
+    def guess(y, aux):
+        tx, tx_prime, params, thresholds = aux
+        loss = loss_fn(y, tx, tx_prime, params)
+        return jnp.searchsorted(thresholds, loss, side="right").astype(jnp.int32)
+
+    return Attack("lr", num_thresholds + 1, guess)
+
+
+def _support_guess(y, aux):
+    """0: outside the support of x only (speaks for x'); 2: outside that of x' only
+    (speaks for x); 1: otherwise."""
+    tx, tx_prime, bound = aux
+    tx = jnp.broadcast_to(tx, y.shape)
+    tx_prime = jnp.broadcast_to(tx_prime, y.shape)
+    in_x = jnp.all(jnp.abs(y - tx) <= bound, axis=-1)
+    in_x_prime = jnp.all(jnp.abs(y - tx_prime) <= bound, axis=-1)
+    only_x = in_x & ~in_x_prime
+    only_x_prime = in_x_prime & ~in_x
+    return jnp.where(only_x, 2, jnp.where(only_x_prime, 0, 1)).astype(jnp.int32)
+
+
+SUPPORT_TEST = Attack("support", 3, _support_guess)
+
+
+def lr_thresholds(epsilons: Sequence[float]) -> np.ndarray:
+    """Fixed thresholds: :math:`\\pm\\varepsilon` for every epsilon of interest (the
+    Neyman–Pearson optimal events :math:`\\{L \\ge \\varepsilon\\}`), 0, and an even grid
+    in between."""
+    top = max(epsilons, default=1.0) or 1.0
+    grid = np.linspace(-top, top, 2 * LR_GRID + 1)
+    values = np.concatenate([grid, np.asarray(epsilons), -np.asarray(epsilons), [0.0]])
+    return np.unique(np.round(values, 12))
+
+
+@dataclasses.dataclass(frozen=True)
+class DeltaBounds:
+    """Simultaneous intervals for :math:`P_a[o \\ge k]` and the delta they imply."""
+
+    counts: np.ndarray  # (2, num_outcomes)
+    lower: np.ndarray  # (2, K) CP lower bounds of P[o >= k], k = 1..K
+    upper: np.ndarray  # (2, K)
+    rate: np.ndarray  # (2, K) point estimates
+    confidence: float
+
+    def delta(self, epsilon: float) -> tuple[float, float]:
+        """``(delta_estimate, delta_lower)`` at ``epsilon``, maximised over events and
+        both orders of the pair."""
+        return (
+            _delta(self.rate, self.rate, epsilon),
+            _delta(self.lower, self.upper, epsilon),
+        )
+
+
+def _delta(low: np.ndarray, high: np.ndarray, epsilon: float) -> float:
+    factor = math.exp(epsilon)
+    (lx, lxp), (hx, hxp) = low, high
+    candidates = [
+        lx - factor * hxp,  # S = {o >= k}, order (x, x')
+        lxp - factor * hx,  # S = {o >= k}, order (x', x)
+        (1 - hx) - factor * (1 - lxp),  # S = {o < k}, order (x, x')
+        (1 - hxp) - factor * (1 - lx),  # S = {o < k}, order (x', x)
+    ]
+    return float(max(0.0, max(np.max(c) for c in candidates)))
+
+
+def delta_bounds(counts, confidence: float = 0.95) -> DeltaBounds:
+    """Clopper–Pearson intervals for every upper set of both inputs' outcome counts,
+    Bonferroni-corrected over the ``2K`` intervals."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.ndim != 2 or counts.shape[0] != 2 or counts.shape[1] < 2:
+        raise ValueError(
+            f"Expected counts of shape (2, K + 1) with K >= 1, got {counts.shape}."
+        )
+    n = counts.sum(axis=1)
+    k_max = counts.shape[1] - 1
+    alpha = (1 - confidence) / (2 * k_max)  # per two-sided interval
+    tail = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1][:, 1:]  # P[o >= k] counts
+    lower = np.where(
+        tail == 0, 0.0, stats.beta.ppf(alpha / 2, tail, n[:, None] - tail + 1)
+    )
+    upper = np.where(
+        tail == n[:, None],
+        1.0,
+        stats.beta.ppf(1 - alpha / 2, tail + 1, n[:, None] - tail),
+    )
+    return DeltaBounds(counts, lower, upper, tail / n[:, None], confidence)
+
+
+def gaussian_delta(epsilon: float, sigma: float, distance: float) -> float:
+    r"""Exact privacy profile of the Gaussian mechanism (Balle & Wang 2018, Thm 8):
+    :math:`\Phi(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta})
+    - e^\varepsilon \Phi(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta})`,
+    with :math:`\Delta = \lVert x - x'\rVert_2`; in log space for large epsilon."""
+    if distance == 0:
+        return 0.0
+    a = distance / (2 * sigma)
+    b = epsilon * sigma / distance
+    first = stats.norm.cdf(a - b)
+    second = math.exp(epsilon + stats.norm.logcdf(-a - b))
+    return max(0.0, float(first - second))
+
+
+def laplace_delta(epsilon: float, scale: float, distance: float) -> float:
+    r"""Exact privacy profile of one-dimensional Laplace noise of scale :math:`b` for a
+    shift :math:`\Delta`: :math:`\max(0, 1 - e^{(\varepsilon - \Delta/b)/2})`. It is
+    the profile of the ``axis`` pair, which differs in one coordinate."""
+    return max(0.0, 1 - math.exp((epsilon - distance / scale) / 2))
+
+
+def exact_delta(mechanism: Mechanism, params: Any, pair: np.ndarray, epsilon: float):
+    """The mechanism's exact delta(epsilon) on the pair where a closed form is known
+    (Gaussian: any pair; Laplace noise: pairs differing in one coordinate), else None."""
+    tx = _transform(mechanism, pair, params)
+    diff = tx[0] - tx[1]
+    if mechanism.name == "gaussian":
+        return gaussian_delta(epsilon, float(params.sigma), float(np.linalg.norm(diff)))
+    laplace_family = ("laplace", "adept", "adept-l1", "adept-true-sensitivity")
+    if mechanism.name in laplace_family and np.count_nonzero(diff) <= 1:
+        return laplace_delta(epsilon, float(params.scale), float(np.abs(diff).sum()))
+    return None
+
+
+def _transform(mechanism: Mechanism, pair: np.ndarray, params: Any) -> np.ndarray:
+    if mechanism.transform is None:
+        return np.asarray(pair, dtype=np.float64)
+    host = jax.tree.map(np.asarray, params)
+    return np.asarray(mechanism.transform(np.asarray(pair, dtype=np.float64), host))
+
+
+def _attack_and_aux(mechanism, attack: str, tx: np.ndarray, params, epsilons):
+    if attack == "majority":
+        return MAJORITY_VOTE, None
+    if attack == "support":
+        if mechanism.noise_bound is None:
+            raise ValueError(
+                f"attack 'support' needs bounded noise; {mechanism.name!r} has none."
+            )
+        bound = float(mechanism.noise_bound(jax.tree.map(np.asarray, params)))
+        # outputs computed as tx + eta can land a few ulps past tx +- A: widen the
+        # box by that much (a fixed event either way, so the bound stays valid)
+        slack = 8 * np.finfo(np.float64).eps * (np.abs(tx).max() + bound)
+        return SUPPORT_TEST, (tx[0], tx[1], bound + slack)
+    thresholds = lr_thresholds(epsilons)
+    lr = likelihood_ratio_attack(mechanism, len(thresholds))
+    return lr, (tx[0], tx[1], params, thresholds)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeltaAuditResult:
+    """An (epsilon, delta) audit of one mechanism on one pair with one attack."""
+
+    mechanism: str
+    epsilon: float
+    dim: int
+    draws: int
+    seed: int
+    pair: str
+    attack: str
+    clip: float
+    counts: list[list[int]]
+    confidence: float
+    delta_claimed: float
+    delta_estimate: float
+    delta_lower: float
+    delta_exact: float | None
+    violated: bool
+    profile: list[dict[str, Any]]
+    seconds: float
+    dtype: str
+    interrupted: bool
+    mcdp_version: str
+    jax_version: str
+    backend: str
+    x64: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def __str__(self) -> str:
+        exact = "unknown" if self.delta_exact is None else f"{self.delta_exact:.4g}"
+        verdict = "VIOLATED" if self.violated else "not refuted"
+        return "\n".join(
+            [
+                f"{self.mechanism} on the {self.pair} pair (d = {self.dim}, C = "
+                f"{self.clip:g}), {self.attack} attack: {self.draws:,} draws per input "
+                f"(seed {self.seed}, {self.dtype})",
+                f"claimed (epsilon, delta) = ({self.epsilon:g}, {self.delta_claimed:.4g})",
+                f"delta at epsilon = {self.epsilon:g}: estimate {self.delta_estimate:.4g}, "
+                f"{self.confidence:.0%} lower bound {self.delta_lower:.4g}, exact {exact}",
+                f"claim {verdict}"
+                + (
+                    " (the lower bound exceeds the claimed delta)"
+                    if self.violated
+                    else ""
+                ),
+                f"{self.seconds:.1f} s on {self.backend}",
+            ]
+        )
+
+
+def audit_delta(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    delta: float,
+    dim: int,
+    draws: int,
+    *,
+    pair: str | np.ndarray = "axis",
+    attack: str = "lr",
+    clip: float = 1.0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    params: Any = None,
+    profile_epsilons: Sequence[float] = PROFILE_EPSILONS,
+) -> DeltaAuditResult:
+    """Audits a claimed (epsilon, delta) on one pair with one attack.
+
+    Args:
+      mechanism: a registered name or a :class:`Mechanism`.
+      epsilon, delta: the claim; ``delta`` in [0, 1).
+      dim: d.
+      draws: outputs per input.
+      pair: ``zeros-ones``, ``axis``, ``diagonal``, or a ``(2, d)`` array.
+      attack: ``majority``, ``support`` or ``lr``.
+      clip: the clipping radius C of the pair and of the calibration.
+      params: the mechanism's parameters; default: ``calibrate(epsilon, delta, d,
+        C)`` (``e2_params`` for ``zeros-ones``).
+      profile_epsilons: where to report the privacy profile (the claimed epsilon is
+        always added).
+
+    Returns:
+      A :class:`DeltaAuditResult`; ``violated`` iff ``delta_lower > delta``.
+    """
+    mech = mechanism if isinstance(mechanism, Mechanism) else get_mechanism(mechanism)
+    epsilon = _validate.positive("epsilon", epsilon)
+    if not (isinstance(delta, (int, float)) and 0 <= delta < 1):
+        raise ValueError(f"Expected delta in [0, 1), got {delta!r}.")
+    dim = _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM)
+    draws = _validate.integer("draws", draws, low=1, high=_validate.MAX_DRAWS)
+    seed = _validate.integer("seed", seed, low=0, high=_validate.MAX_SEED)
+    confidence = _validate.open_unit("confidence", confidence)
+    dtype = _validate.one_of("dtype", dtype, DTYPES)
+    attack = _validate.one_of("attack", attack, ATTACKS)
+    clip = _validate.positive("clip", clip)
+    if isinstance(pair, str):
+        pair_name, xs = pair, make_pair(pair, dim, clip)
+    else:
+        pair_name, xs = "custom", np.asarray(pair, dtype=np.float64)
+        if xs.shape != (2, dim) or not np.all(np.isfinite(xs)):
+            raise ValueError(
+                f"Expected a finite pair of shape (2, {dim}), got {xs.shape}."
+            )
+    if params is None:
+        if pair_name == "zeros-ones" or mech.calibrate is None:
+            params = mech.e2_params(epsilon, dim)
+        else:
+            params = mech.calibrate(epsilon, delta, dim, clip)
+    epsilons = sorted({float(e) for e in profile_epsilons} | {epsilon})
+    tx = _transform(mech, xs, params)
+    attack_fn, aux = _attack_and_aux(mech, attack, tx, params, epsilons)
+    key = jax.random.fold_in(
+        jax.random.key(seed),
+        zlib.crc32(
+            f"delta/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{pair_name}".encode()
+        ),
+    )
+    start = time.perf_counter()
+    progress = None
+    try:
+        for progress in iter_counts(
+            key, mech, attack_fn, xs, params, draws, dtype=dtype, aux=aux
+        ):
+            pass
+    except KeyboardInterrupt:
+        if progress is None:
+            raise
+    assert progress is not None
+    bounds = delta_bounds(progress.counts, confidence)
+    profile = []
+    for e in epsilons:
+        est, low = bounds.delta(e)
+        profile.append(
+            {
+                "epsilon": e,
+                "delta_estimate": est,
+                "delta_lower": low,
+                "delta_exact": exact_delta(mech, params, xs, e),
+            }
+        )
+    est, low = bounds.delta(epsilon)
+    return DeltaAuditResult(
+        mechanism=mech.name,
+        epsilon=epsilon,
+        dim=dim,
+        draws=progress.draws,
+        seed=seed,
+        pair=pair_name,
+        attack=attack,
+        clip=clip,
+        counts=progress.counts.tolist(),
+        confidence=confidence,
+        delta_claimed=float(delta),
+        delta_estimate=est,
+        delta_lower=low,
+        delta_exact=exact_delta(mech, params, xs, epsilon),
+        violated=bool(low > delta),
+        profile=profile,
+        seconds=round(time.perf_counter() - start, 4),
+        dtype=dtype,
+        interrupted=progress.draws < draws,
+        mcdp_version=_mcdp_version(),
+        jax_version=jax.__version__,
+        backend=jax.default_backend(),
+        x64=dtype == "float64",
+    )
+
+
+def _mcdp_version() -> str:
+    from mcdp import __version__
+
+    return __version__
