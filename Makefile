@@ -1,4 +1,4 @@
-# The two set-up commands of the README are `make test` and `make grid`;
+# The two set-up commands of the README are `make figures` and `make test`;
 # each creates .venv and installs mcdp into it first.
 PYTHON ?= python3
 VENV   := .venv
@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DRAWS  ?= 1e7
 
-.PHONY: install test test-slow test-all lint grid bench clean
+.PHONY: install test test-slow test-all lint figures grid bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ test-all: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff format --check mcdp tests benchmarks
 	$(BIN)/ruff check mcdp tests benchmarks
+
+figures: $(STAMP)
+	$(BIN)/mcdp figures
 
 grid: $(STAMP)
 	$(BIN)/mcdp grid acl2022 --draws $(DRAWS) --out results/acl2022.json

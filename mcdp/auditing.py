@@ -18,7 +18,9 @@ and events are fixed before sampling, so no selection correction beyond Bonferro
 is needed.
 
 Attacks: ``majority`` (SPEC E2), ``support`` (an output outside :math:`x' +
-[-A, A]^d` is impossible under :math:`x'`; for bounded noise), ``lr`` (the exact
+[-A, A]^d` is impossible under :math:`x'`; for bounded noise; that probability is
+taken as 0 from the declared support, so the bound does not need
+:math:`e^\varepsilon` draws), ``lr`` (the exact
 privacy loss :math:`\ln p(y|x) - \ln p(y|x')` binned at fixed thresholds; for
 mechanisms with a known density).
 """
@@ -39,9 +41,11 @@ import numpy as np
 from scipy import stats
 
 from mcdp import _validate
+from mcdp.analytic import exact_e2
 from mcdp.estimators import MAJORITY_VOTE, Attack
 from mcdp.mechanisms import Mechanism, get_mechanism
 from mcdp.sampling import DTYPES, iter_counts
+from mcdp.statistics import loss_from_probabilities, loss_range
 
 PAIRS = ("zeros-ones", "axis", "diagonal")
 ATTACKS = ("majority", "support", "lr")
@@ -73,7 +77,7 @@ def make_pair(name: str, dim: int, clip: float = 1.0) -> np.ndarray:
     return np.stack([ones, -ones])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def likelihood_ratio_attack(mechanism: Mechanism, num_thresholds: int) -> Attack:
     """Outcome = how many of the sorted thresholds the privacy loss reaches.
 
@@ -83,7 +87,8 @@ def likelihood_ratio_attack(mechanism: Mechanism, num_thresholds: int) -> Attack
     """
     if mechanism.privacy_loss is None:
         raise ValueError(
-            f"attack 'lr' needs a mechanism with a known density, not {mechanism.name!r}."
+            "attack 'lr' needs a mechanism with a known density, "
+            f"not {mechanism.name!r}."
         )
     loss_fn = mechanism.privacy_loss
 
@@ -113,7 +118,8 @@ SUPPORT_TEST = Attack("support", 3, _support_guess)
 
 def lr_thresholds(epsilons: Sequence[float]) -> np.ndarray:
     """Fixed thresholds: :math:`\\pm\\varepsilon` for every epsilon of interest (the
-    Neyman–Pearson optimal events :math:`\\{L \\ge \\varepsilon\\}`), 0, and an even grid
+    Neyman–Pearson optimal events :math:`\\{L \\ge \\varepsilon\\}`), 0, and an even
+    grid
     in between."""
     top = max(epsilons, default=1.0) or 1.0
     grid = np.linspace(-top, top, 2 * LR_GRID + 1)
@@ -131,13 +137,32 @@ class DeltaBounds:
     rate: np.ndarray  # (2, K) point estimates
     confidence: float
 
-    def delta(self, epsilon: float) -> tuple[float, float]:
-        """``(delta_estimate, delta_lower)`` at ``epsilon``, maximised over events and
-        both orders of the pair."""
+    def delta(self, epsilon: float) -> tuple[float, float, float]:
+        """``(estimate, lower, upper)`` of the attack's delta at ``epsilon``: the
+        largest :math:`P[M(x) \in S] - e^\varepsilon P[M(x') \in S]` over its events
+        and both orders. ``lower`` and ``upper`` hold together with the stated
+        confidence; the lower bound is the verdict. The estimate plugs in the
+        observed rates; where :math:`e^\varepsilon` is large against the number of
+        draws, unobserved events make it biased upward."""
         return (
             _delta(self.rate, self.rate, epsilon),
             _delta(self.lower, self.upper, epsilon),
+            _delta(self.upper, self.lower, epsilon),
         )
+
+    def loss(self) -> tuple[float, float, float]:
+        """``(estimate, lower, upper)`` of the attack's privacy loss: the log ratio
+        of an event's probabilities under the two inputs, maximised over the events
+        (for a two-outcome attack, the loss of SPEC E2), on the same simultaneous
+        intervals."""
+        value, lower, upper = 0.0, 0.0, 0.0
+        for k in range(self.rate.shape[1]):
+            box_x = (self.lower[0, k], self.upper[0, k])
+            box_x_prime = (self.lower[1, k], self.upper[1, k])
+            low, high = loss_range(box_x, box_x_prime)
+            rate = loss_from_probabilities(self.rate[0, k], self.rate[1, k])
+            value, lower, upper = max(value, rate), max(lower, low), max(upper, high)
+        return value, lower, upper
 
 
 def _delta(low: np.ndarray, high: np.ndarray, epsilon: float) -> float:
@@ -152,9 +177,18 @@ def _delta(low: np.ndarray, high: np.ndarray, epsilon: float) -> float:
     return float(max(0.0, max(np.max(c) for c in candidates)))
 
 
-def delta_bounds(counts, confidence: float = 0.95) -> DeltaBounds:
+def delta_bounds(
+    counts, confidence: float = 0.95, *, impossible: Sequence[tuple[int, int]] = ()
+) -> DeltaBounds:
     """Clopper–Pearson intervals for every upper set of both inputs' outcome counts,
-    Bonferroni-corrected over the ``2K`` intervals."""
+    Bonferroni-corrected over the ``2K`` intervals.
+
+    ``impossible`` lists ``(input, outcome)`` cells that the mechanism's declared
+    support makes impossible (the support test: an output outside ``x' + [-A, A]^d``
+    cannot come from ``x'``). Where such a cell was indeed never observed, its
+    probability is 0 exactly rather than bounded by Clopper–Pearson; a nonzero count
+    there (an implementation outside its declared support) keeps the empirical bound.
+    """
     counts = np.asarray(counts, dtype=np.int64)
     if counts.ndim != 2 or counts.shape[0] != 2 or counts.shape[1] < 2:
         raise ValueError(
@@ -172,6 +206,13 @@ def delta_bounds(counts, confidence: float = 0.95) -> DeltaBounds:
         1.0,
         stats.beta.ppf(1 - alpha / 2, tail + 1, n[:, None] - tail),
     )
+    for row, outcome in impossible:
+        if counts[row, outcome] != 0:
+            continue
+        if outcome == k_max:  # the top outcome: P[o >= K] = 0
+            upper[row, k_max - 1] = 0.0
+        elif outcome == 0:  # the bottom outcome: P[o >= 1] = 1
+            lower[row, 0] = 1.0
     return DeltaBounds(counts, lower, upper, tail / n[:, None], confidence)
 
 
@@ -198,7 +239,8 @@ def laplace_delta(epsilon: float, scale: float, distance: float) -> float:
 
 def exact_delta(mechanism: Mechanism, params: Any, pair: np.ndarray, epsilon: float):
     """The mechanism's exact delta(epsilon) on the pair where a closed form is known
-    (Gaussian: any pair; Laplace noise: pairs differing in one coordinate), else None."""
+    (Gaussian: any pair; Laplace noise: pairs differing in one coordinate), or
+    None."""
     tx = _transform(mechanism, pair, params)
     diff = tx[0] - tx[1]
     if mechanism.name == "gaussian":
@@ -248,9 +290,14 @@ class DeltaAuditResult:
     clip: float
     counts: list[list[int]]
     confidence: float
+    loss: float
+    loss_lower: float
+    loss_upper: float
+    exact: float | None
     delta_claimed: float
     delta_estimate: float
     delta_lower: float
+    delta_upper: float
     delta_exact: float | None
     violated: bool
     profile: list[dict[str, Any]]
@@ -273,9 +320,11 @@ class DeltaAuditResult:
                 f"{self.mechanism} on the {self.pair} pair (d = {self.dim}, C = "
                 f"{self.clip:g}), {self.attack} attack: {self.draws:,} draws per input "
                 f"(seed {self.seed}, {self.dtype})",
-                f"claimed (epsilon, delta) = ({self.epsilon:g}, {self.delta_claimed:.4g})",
-                f"delta at epsilon = {self.epsilon:g}: estimate {self.delta_estimate:.4g}, "
-                f"{self.confidence:.0%} lower bound {self.delta_lower:.4g}, exact {exact}",
+                f"claimed (epsilon, delta) = "
+                f"({self.epsilon:g}, {self.delta_claimed:.4g})",
+                f"delta at epsilon = {self.epsilon:g}: "
+                f"estimate {self.delta_estimate:.4g}, {self.confidence:.0%} lower "
+                f"bound {self.delta_lower:.4g}, exact {exact}",
                 f"claim {verdict}"
                 + (
                     " (the lower bound exceeds the claimed delta)"
@@ -356,28 +405,35 @@ def audit_delta(
     )
     start = time.perf_counter()
     progress = None
+    runs = iter_counts(key, mech, attack_fn, xs, params, draws, dtype=dtype, aux=aux)
     try:
-        for progress in iter_counts(
-            key, mech, attack_fn, xs, params, draws, dtype=dtype, aux=aux
-        ):
-            pass
-    except KeyboardInterrupt:
+        for step in runs:
+            progress = step
+    except KeyboardInterrupt:  # keep what is counted (both inputs alike)
         if progress is None:
             raise
     assert progress is not None
-    bounds = delta_bounds(progress.counts, confidence)
+    # support test: outcome 2 (outside supp x') cannot come from x', 0 not from x
+    impossible = ((1, 2), (0, 0)) if attack == "support" else ()
+    bounds = delta_bounds(progress.counts, confidence, impossible=impossible)
     profile = []
     for e in epsilons:
-        est, low = bounds.delta(e)
+        est, low, high = bounds.delta(e)
         profile.append(
             {
                 "epsilon": e,
                 "delta_estimate": est,
                 "delta_lower": low,
+                "delta_upper": high,
                 "delta_exact": exact_delta(mech, params, xs, e),
             }
         )
-    est, low = bounds.delta(epsilon)
+    est, low, high = bounds.delta(epsilon)
+    loss, loss_lower, loss_upper = bounds.loss()
+    exact_loss = None
+    if pair_name == "zeros-ones" and attack == "majority":
+        exact_e2_result = exact_e2(mech, params, dim)
+        exact_loss = None if exact_e2_result is None else exact_e2_result.loss
     return DeltaAuditResult(
         mechanism=mech.name,
         epsilon=epsilon,
@@ -389,9 +445,14 @@ def audit_delta(
         clip=clip,
         counts=progress.counts.tolist(),
         confidence=confidence,
+        loss=loss,
+        loss_lower=loss_lower,
+        loss_upper=loss_upper,
+        exact=exact_loss,
         delta_claimed=float(delta),
         delta_estimate=est,
         delta_lower=low,
+        delta_upper=high,
         delta_exact=exact_delta(mech, params, xs, epsilon),
         violated=bool(low > delta),
         profile=profile,

@@ -7,11 +7,13 @@ and exit with status 2 before anything is computed or written.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from mcdp import _validate
+from mcdp.auditing import ATTACKS, PAIRS
 from mcdp.mechanisms import MECHANISMS, NAN_POLICIES
 from mcdp.sampling import DTYPES
 
@@ -69,6 +71,57 @@ def _real(name: str):
             raise ValueError(f"Expected {name} to be a number, got {text!r}.") from None
 
     return parse
+
+
+def _delta_value(text: str) -> float:
+    value = _real("--delta")(text)
+    if not 0 <= value < 1:
+        raise ValueError(f"Expected --delta in [0, 1), got {value!r}.")
+    return value
+
+
+def _dims(name: str):
+    """``1,2,8``, ``1-256`` or a mix such as ``1-8,16,32``."""
+
+    def parse(text: str) -> list[int]:
+        dims: list[int] = []
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            low, _, high = part.partition("-")
+            first = _validate.integer(name, _validate.parse_count(name, low), low=1)
+            last = first
+            if high:
+                last = _validate.integer(name, _validate.parse_count(name, high), low=1)
+            if last < first:
+                raise ValueError(f"Expected {name} ranges low-high, got {part!r}.")
+            dims.extend(range(first, last + 1))
+        if not dims:
+            raise ValueError(f"Expected {name} to name at least one dimension.")
+        return sorted(set(dims))
+
+    return parse
+
+
+def _pair_list(text: str) -> list[str]:
+    from mcdp.trlaplace_audit import E4_PAIRS
+
+    return [
+        _validate.one_of("--pairs", v.strip(), E4_PAIRS)
+        for v in text.split(",")
+        if v.strip()
+    ]
+
+
+def _dist_list(text: str) -> list[str]:
+    names = [
+        _validate.one_of("--dist", v.strip(), ("uniform", "normal"))
+        for v in text.split(",")
+        if v.strip()
+    ]
+    if not names:
+        raise ValueError("Expected --dist uniform, normal or uniform,normal.")
+    return list(dict.fromkeys(names))
 
 
 def _name_list(text: str) -> list[str]:
@@ -162,15 +215,114 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="dptext only (default zero)",
     )
+    a.add_argument(
+        "--delta",
+        type=_typed(_delta_value),
+        default=None,
+        help="claimed delta: audit (epsilon, delta) with --pair and --attack",
+    )
+    a.add_argument(
+        "--pair", choices=PAIRS, default=None, help="with --delta (default axis)"
+    )
+    a.add_argument(
+        "--attack",
+        choices=ATTACKS,
+        default=None,
+        help="with --delta (default lr where the density is known, else majority)",
+    )
+    a.add_argument(
+        "--clip",
+        type=_typed(lambda t: _validate.positive("--clip", _real("--clip")(t))),
+        default=None,
+        help="with --delta: clipping radius C of the pair and calibration (1)",
+    )
     _common(a)
     a.add_argument(
         "--json", action="store_true", help="print one JSON object on stdout"
     )
 
+    v = sub.add_parser(
+        "violations", help="EMNLP 2021 Fig. 1: pairs violating ADePT's 2C bound"
+    )
+    v.add_argument(
+        "--dist",
+        type=_typed(_dist_list),
+        default=["uniform", "normal"],
+        help="uniform, normal, or both comma-separated (default both)",
+    )
+    v.add_argument(
+        "--dims", type=_typed(_dims("--dims")), default=list(range(1, 257)),
+        help="list or range, e.g. 1,2,8 or 1-256 (default 1-256)",
+    )  # fmt: skip
+    v.add_argument(
+        "--pairs",
+        type=_typed(_count("--pairs")),
+        default=10_000,
+        help="pairs per n, e.g. 1e8 (default 1e4, as the reference)",
+    )
+    v.add_argument("--clip", choices=("l2", "l1"), default="l2")
+    v.add_argument(
+        "--C",
+        dest="C",
+        type=_typed(lambda t: _validate.positive("--C", _real("--C")(t))),
+        default=10.0,
+        help="clipping radius (default 10, as the reference)",
+    )
+    v.add_argument(
+        "--normal-scale",
+        type=_typed(
+            lambda t: _validate.positive("--normal-scale", _real("--normal-scale")(t))
+        ),
+        default=0.1,
+        help="normal inputs: s = scale*C (default 0.1)",
+    )
+    v.add_argument(
+        "--normal-reading",
+        choices=("std", "variance"),
+        default="std",
+        help="scale*C is the std (the reference code) or the variance (the paper)",
+    )
+    _common(v)
+    v.add_argument("--json", action="store_true", help="print one JSON object")
+
+    s_ = sub.add_parser(
+        "sensitivity", help="search the true L1 sensitivity of L2 or L1 clipping"
+    )
+    s_.add_argument(
+        "--dims", type=_typed(_dims("--dims")), default=list(range(1, 65)),
+        help="list or range (default 1-64)",
+    )  # fmt: skip
+    s_.add_argument("--clip", choices=("l2", "l1"), default="l2")
+    s_.add_argument(
+        "--C",
+        dest="C",
+        type=_typed(lambda t: _validate.positive("--C", _real("--C")(t))),
+        default=10.0,
+    )
+    s_.add_argument(
+        "--restarts",
+        type=_typed(_count("--restarts")),
+        default=64,
+        help="random restarts per n (default 64)",
+    )
+    s_.add_argument(
+        "--seed",
+        type=_typed(
+            lambda t: _validate.integer(
+                "--seed",
+                _validate.parse_count("--seed", t),
+                low=0,
+                high=_validate.MAX_SEED,
+            )
+        ),
+        default=0,
+    )
+    s_.add_argument("--json", action="store_true", help="print one JSON object")
+
     g = sub.add_parser(
         "grid", help="a whole experiment grid into one resumable JSON file"
     )
-    g.add_argument("experiment", choices=["acl2022"])
+    g.add_argument("experiment", choices=["acl2022", "trlaplace"])
     g.add_argument(
         "--draws",
         required=True,
@@ -189,13 +341,70 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated subset",
     )
     g.add_argument("--epsilons", type=_typed(_float_list("--epsilons")), default=None)
-    g.add_argument("--dims", type=_typed(_int_list("--dims")), default=None)
+    g.add_argument(
+        "--dims", type=_typed(_int_list("--dims")), default=None, help="acl2022 only"
+    )
+    g.add_argument(
+        "--pairs",
+        type=_typed(_pair_list),
+        default=None,
+        help="trlaplace only: axis, diagonal (default both)",
+    )
     _common(g)
+
+    f = sub.add_parser(
+        "figures", help="compute what is missing and draw every figure into figures/"
+    )
+    f.add_argument(
+        "--only",
+        type=_typed(_figure_list),
+        default=None,
+        help="comma-separated figure names (default: all)",
+    )
+    f.add_argument("--out", default="figures", help="folder of the figures (figures)")
+    f.add_argument(
+        "--cache", default="results", help="folder of resumable results (results)"
+    )
+    f.add_argument(
+        "--draws",
+        type=_typed(_count("--draws")),
+        default=1_000_000,
+        help="draws per dataset of the ACL 2022 grid (1e6; the paper used 1e7)",
+    )
+    f.add_argument(
+        "--pairs",
+        type=_typed(_count("--pairs")),
+        default=100_000,
+        help="pairs per n of the EMNLP 2021 experiment (1e5; the paper used 1e4)",
+    )
+    f.add_argument(
+        "--e4-draws",
+        type=_typed(_count("--e4-draws")),
+        default=100_000,
+        help="draws per input and cell of the TrLaplace audit (1e5)",
+    )
+    _common(f)
     return parser
+
+
+def _figure_list(text: str) -> list[str]:
+    from mcdp.figures import FIGURES
+
+    return [
+        _validate.one_of("figure", v.strip(), FIGURES)
+        for v in text.split(",")
+        if v.strip()
+    ]
 
 
 def _audit(args) -> int:
     from mcdp.experiments import _progress_bar, audit_iter, validate_audit
+
+    if args.delta is not None:
+        return _audit_delta(args)
+    for flag in ("pair", "attack", "clip"):
+        if getattr(args, flag) is not None:
+            _fail(f"--{flag} applies to (epsilon, delta) audits: add --delta CLAIMED.")
 
     try:  # everything is checked before the first draw
         validate_audit(
@@ -229,8 +438,103 @@ def _audit(args) -> int:
     return status
 
 
+def _audit_delta(args) -> int:
+    from mcdp.auditing import audit_delta
+    from mcdp.mechanisms import get_mechanism
+
+    if args.nan_policy is not None:
+        _fail("--nan-policy applies to the sanity check, not to --delta audits.")
+    try:
+        mech = get_mechanism(args.mechanism)
+        attack = args.attack or ("lr" if mech.privacy_loss is not None else "majority")
+        result = audit_delta(
+            mech,
+            args.epsilon,
+            args.delta,
+            args.dim,
+            args.draws,
+            pair=args.pair or "axis",
+            attack=attack,
+            clip=1.0 if args.clip is None else args.clip,
+            seed=args.seed,
+            confidence=args.confidence,
+            dtype=args.dtype,
+        )
+    except ValueError as err:
+        _fail(str(err))
+    print(json.dumps(result.to_dict(), allow_nan=True) if args.json else result)
+    return EXIT_INTERRUPTED if result.interrupted else 0
+
+
+def _violations(args) -> int:
+    import jax
+
+    from mcdp.violations import iter_violations
+
+    records = []
+    try:
+        for dist in args.dist:
+            runs = iter_violations(
+                jax.random.key(args.seed),
+                dist,
+                args.dims,
+                args.pairs,
+                clip=args.clip,
+                C=args.C,
+                normal_scale=args.normal_scale,
+                normal_reading=args.normal_reading,
+                confidence=args.confidence,
+                dtype=args.dtype,
+            )
+            for record in runs:
+                if record.complete:
+                    records.append(record.to_dict() | {"seed": args.seed})
+                    if not args.json:
+                        print(record)
+    except ValueError as err:
+        _fail(str(err))
+    if args.json:
+        print(json.dumps({"experiment": "emnlp2021-violations", "records": records}))
+    return 0
+
+
+def _sensitivity(args) -> int:
+    import jax
+
+    from mcdp.sensitivity import sensitivity_records
+
+    try:
+        records = sensitivity_records(
+            jax.random.key(args.seed),
+            args.dims,
+            clip=args.clip,
+            C=args.C,
+            restarts=args.restarts,
+        )
+    except ValueError as err:
+        _fail(str(err))
+    rows = [r.to_dict() | {"seed": args.seed} for r in records]
+    if args.json:
+        print(json.dumps({"experiment": "sensitivity", "records": rows}))
+        return 0
+    print(
+        f"{'n':>5} {'max L1 found':>14} {'claimed 2C':>11} {'theorem':>10} {'ratio':>9}"
+    )
+    for r in rows:
+        print(
+            f"{r['dim']:>5} {r['max_l1']:>14.6f} {r['claimed']:>11.4g} "
+            f"{r['theorem']:>10.6g} {r['ratio']:>9.6f}"
+        )
+    return 0
+
+
 def _grid(args) -> int:
     from mcdp.experiments import GridSpec, load_grid, run_grid
+
+    if args.experiment == "trlaplace":
+        return _grid_trlaplace(args)
+    if args.pairs is not None:
+        _fail("--pairs applies to the trlaplace grid.")
 
     narrowed = {
         name: value
@@ -277,9 +581,92 @@ def _grid(args) -> int:
     return 0
 
 
+def _grid_trlaplace(args) -> int:
+    from mcdp.trlaplace_audit import E4Spec, load_e4, run_e4
+
+    if args.dims is not None:
+        _fail("--dims applies to the acl2022 grid; trlaplace uses the paper's d.")
+    narrowed = {
+        name: value
+        for name, value in (
+            ("mechanisms", args.mechanisms),
+            ("epsilons", args.epsilons),
+            ("pairs", args.pairs),
+        )
+        if value is not None
+    }
+    spec = E4Spec(
+        draws=args.draws,
+        seed=args.seed,
+        confidence=args.confidence,
+        dtype=args.dtype,
+        **narrowed,
+    )
+    try:
+        spec = spec.validated()
+        load_e4(Path(args.out), spec)
+    except ValueError as err:
+        _fail(str(err))
+
+    def report(result, resumed):
+        r = result if isinstance(result, dict) else result.to_dict()
+        tag = "resumed" if resumed else f"{r['seconds']:7.1f} s"
+        print(
+            f"{r['mechanism']:>9} eps={r['epsilon']:<5g} d={r['dim']:<5} "
+            f"{r['pair']:>8} {r['attack']:>7}: delta claimed {r['delta_claimed']:.3g}, "
+            f"lower {r['delta_lower']:.3g}, estimate {r['delta_estimate']:.3g}"
+            f"{'  VIOLATED' if r['violated'] else ''}  ({tag})",
+            file=sys.stderr,
+        )
+
+    try:
+        run_e4(spec, args.out, on_cell=report)
+    except KeyboardInterrupt:
+        print(f"interrupted; finished cells are in {args.out}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(args.out)
+    return 0
+
+
+def _figures(args) -> int:
+    from mcdp.figures import FigureSettings, make_figures
+
+    settings = FigureSettings(
+        out_dir=Path(args.out),
+        cache_dir=Path(args.cache),
+        draws=args.draws,
+        pairs=args.pairs,
+        e4_draws=args.e4_draws,
+        seed=args.seed,
+        confidence=args.confidence,
+        dtype=args.dtype,
+    )
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr)
+
+    try:
+        settings = settings.validated()
+        paths = make_figures(settings, args.only, progress=True, log=log)
+    except ValueError as err:
+        _fail(str(err))
+    except KeyboardInterrupt:
+        print(f"interrupted; finished results are in {args.cache}/", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    for path in paths:
+        print(path)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = {"audit": _audit, "grid": _grid}[args.command]
+    handler = {
+        "audit": _audit,
+        "grid": _grid,
+        "figures": _figures,
+        "violations": _violations,
+        "sensitivity": _sensitivity,
+    }[args.command]
     return handler(args)
 
 

@@ -87,16 +87,23 @@ def loss_estimate(counts, confidence: float = 0.95) -> Estimate:
     p_lo, p_hi = clopper_pearson(d1, n, row_conf)
     q_lo, q_hi = clopper_pearson(e1, n_prime, row_conf)
     value = loss_from_probabilities(d1 / n, e1 / n_prime)
-    upper = max(
-        loss_from_probabilities(p, q) for p in (p_lo, p_hi) for q in (q_lo, q_hi)
-    )
+    lower, upper = loss_range((p_lo, p_hi), (q_lo, q_hi))
+    return Estimate(value, lower, upper, confidence, min(n, n_prime))
+
+
+def loss_range(p_box: tuple[float, float], q_box: tuple[float, float]):
+    """``(min, max)`` of :math:`L(p, p')` over the rectangle ``p_box × q_box``: the
+    maximum sits at a corner; the minimum is 0 if the intervals overlap and otherwise
+    sits at their two nearest ends."""
+    (p_lo, p_hi), (q_lo, q_hi) = p_box, q_box
+    upper = max(loss_from_probabilities(p, q) for p in p_box for q in q_box)
     if p_hi < q_lo:
         lower = loss_from_probabilities(p_hi, q_lo)
     elif q_hi < p_lo:
         lower = loss_from_probabilities(p_lo, q_hi)
     else:
         lower = 0.0
-    return Estimate(value, lower, upper, confidence, min(n, n_prime))
+    return lower, upper
 
 
 def binomial_se(p: float, n: int) -> float:
