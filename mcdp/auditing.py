@@ -138,7 +138,7 @@ class DeltaBounds:
     confidence: float
 
     def delta(self, epsilon: float) -> tuple[float, float, float]:
-        """``(estimate, lower, upper)`` of the attack's delta at ``epsilon``: the
+        r"""``(estimate, lower, upper)`` of the attack's delta at ``epsilon``: the
         largest :math:`P[M(x) \in S] - e^\varepsilon P[M(x') \in S]` over its events
         and both orders. ``lower`` and ``upper`` hold together with the stated
         confidence; the lower bound is the verdict. The estimate plugs in the
@@ -151,7 +151,7 @@ class DeltaBounds:
         )
 
     def loss(self) -> tuple[float, float, float]:
-        """``(estimate, lower, upper)`` of the attack's privacy loss: the log ratio
+        r"""``(estimate, lower, upper)`` of the attack's privacy loss: the log ratio
         of an event's probabilities under the two inputs, maximised over the events
         (for a two-outcome attack, the loss of SPEC E2), on the same simultaneous
         intervals."""
