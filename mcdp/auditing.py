@@ -258,9 +258,10 @@ def _transform(mechanism: Mechanism, pair: np.ndarray, params: Any) -> np.ndarra
     return np.asarray(mechanism.transform(np.asarray(pair, dtype=np.float64), host))
 
 
-def _attack_and_aux(mechanism, attack: str, tx: np.ndarray, params, epsilons):
+def _attack_and_aux(mechanism, attack: str, tx: np.ndarray, params, epsilons, dtype):
     if attack == "majority":
         return MAJORITY_VOTE, None
+    eps = np.finfo(dtype).eps
     if attack == "support":
         if mechanism.noise_bound is None:
             raise ValueError(
@@ -269,11 +270,16 @@ def _attack_and_aux(mechanism, attack: str, tx: np.ndarray, params, epsilons):
         bound = float(mechanism.noise_bound(jax.tree.map(np.asarray, params)))
         # outputs computed as tx + eta can land a few ulps past tx +- A: widen the
         # box by that much (a fixed event either way, so the bound stays valid)
-        slack = 8 * np.finfo(np.float64).eps * (np.abs(tx).max() + bound)
+        slack = 8 * eps * (np.abs(tx).max() + bound)
         return SUPPORT_TEST, (tx[0], tx[1], bound + slack)
     thresholds = lr_thresholds(epsilons)
     lr = likelihood_ratio_attack(mechanism, len(thresholds))
-    return lr, (tx[0], tx[1], params, thresholds)
+    # A loss atom can sit exactly on a threshold (Laplace at its calibration has
+    # atoms at +-epsilon); rounding would split it differently under x and x' (their
+    # outputs lie on different float grids), a distinguisher of rounding, not of the
+    # mechanism. Cut a hair below each threshold: the events stay fixed in advance.
+    cut = thresholds - math.sqrt(eps) * np.maximum(1.0, np.abs(thresholds))
+    return lr, (tx[0], tx[1], params, cut)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -396,7 +402,7 @@ def audit_delta(
             params = mech.calibrate(epsilon, delta, dim, clip)
     epsilons = sorted({float(e) for e in profile_epsilons} | {epsilon})
     tx = _transform(mech, xs, params)
-    attack_fn, aux = _attack_and_aux(mech, attack, tx, params, epsilons)
+    attack_fn, aux = _attack_and_aux(mech, attack, tx, params, epsilons, dtype)
     key = jax.random.fold_in(
         jax.random.key(seed),
         zlib.crc32(
