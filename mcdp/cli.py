@@ -103,6 +103,23 @@ def _dims(name: str):
     return parse
 
 
+def _pair_arg(text: str):
+    """A pair name, or a ``.npy`` file with a ``(2, d)`` array of finite numbers."""
+    if not text.endswith(".npy"):
+        return _validate.one_of("--pair", text, PAIRS)
+    import numpy as np
+
+    try:
+        pair = np.load(text, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"--pair {text}: cannot read a NumPy array ({err}).") from None
+    if pair.ndim != 2 or pair.shape[0] != 2 or not np.all(np.isfinite(pair)):
+        raise ValueError(
+            f"--pair {text}: expected a finite (2, d) array, got {pair.shape}."
+        )
+    return pair.astype(np.float64)
+
+
 def _pair_list(text: str) -> list[str]:
     from mcdp.trlaplace_audit import E4_PAIRS
 
@@ -222,7 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="claimed delta: audit (epsilon, delta) with --pair and --attack",
     )
     a.add_argument(
-        "--pair", choices=PAIRS, default=None, help="with --delta (default axis)"
+        "--pair",
+        type=_typed(_pair_arg),
+        default=None,
+        help="with --delta: axis (default), diagonal, zeros-ones, or a .npy file "
+        "holding a (2, d) array",
     )
     a.add_argument(
         "--attack",
@@ -453,7 +474,7 @@ def _audit_delta(args) -> int:
             args.delta,
             args.dim,
             args.draws,
-            pair=args.pair or "axis",
+            pair="axis" if args.pair is None else args.pair,
             attack=attack,
             clip=1.0 if args.clip is None else args.clip,
             seed=args.seed,

@@ -211,3 +211,30 @@ def test_every_figure_draws_from_small_real_results(tmp_path):
     for name, (fig, data) in figures.items():
         for path in _save(fig, tmp_path / "figures", name, data):
             assert path.stat().st_size > 1000, path
+
+
+def test_delta_audit_with_a_pair_from_a_npy_file(tmp_path, capsys):
+    import numpy as np
+
+    path = tmp_path / "pair.npy"
+    np.save(path, np.stack([np.full(4, 0.5), np.full(4, -0.5)]))
+    args = ["audit", "--mechanism", "gaussian", "--epsilon", "1", "--dim", "4"]
+    args += ["--draws", "2e3", "--delta", "0.01", "--pair", str(path), "--json"]
+    assert main(args) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["pair"] == "custom" and record["dim"] == 4
+    np.save(path, np.zeros((3, 4)))
+    _one_line_error(capsys, args[:-1], "--pair")
+
+
+def test_figures_command_writes_files(tmp_path, capsys):
+    out = tmp_path / "figures"
+    args = ["figures", "--only", "acl2022-fig2", "--out", str(out)]
+    assert main(args + ["--cache", str(tmp_path / "results")]) == 0
+    printed = capsys.readouterr().out.split()
+    assert sorted(printed) == sorted(
+        str(out / f"acl2022-fig2.{ext}") for ext in ("json", "pdf", "png")
+    )
+    assert all(
+        (out / f"acl2022-fig2.{e}").stat().st_size > 1000 for e in ("png", "pdf")
+    )
