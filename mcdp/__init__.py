@@ -1,18 +1,12 @@
 """mcdp: a JAX-accelerated Monte-Carlo privacy-loss estimator with confidence bounds."""
 
-from importlib import metadata as _metadata
-
+from mcdp._provenance import __version__ as __version__
 from mcdp.analytic import ExactE2, exact_e2
 from mcdp.estimators import MAJORITY_VOTE, Attack
 from mcdp.experiments import AuditResult, GridSpec, audit, audit_iter, run_grid
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
 from mcdp.sampling import count_outcomes, iter_counts
 from mcdp.statistics import Estimate, clopper_pearson, loss_estimate
-
-try:
-    __version__ = _metadata.version("mcdp")
-except _metadata.PackageNotFoundError:  # running from a source tree
-    __version__ = "0.1.0"
 
 __all__ = [
     "MAJORITY_VOTE",

@@ -41,6 +41,7 @@ import numpy as np
 from scipy import stats
 
 from mcdp import _validate
+from mcdp._provenance import provenance
 from mcdp.analytic import exact_e2
 from mcdp.estimators import MAJORITY_VOTE, Attack
 from mcdp.mechanisms import Mechanism, get_mechanism
@@ -465,14 +466,5 @@ def audit_delta(
         seconds=round(time.perf_counter() - start, 4),
         dtype=dtype,
         interrupted=progress.draws < draws,
-        mcdp_version=_mcdp_version(),
-        jax_version=jax.__version__,
-        backend=jax.default_backend(),
-        x64=dtype == "float64",
+        **provenance(dtype),
     )
-
-
-def _mcdp_version() -> str:
-    from mcdp import __version__
-
-    return __version__

@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 from mcdp import _validate
+from mcdp._provenance import provenance
 from mcdp.analytic import ExactE2, exact_e2
 from mcdp.estimators import MAJORITY_VOTE
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
@@ -36,12 +37,6 @@ ACL2022_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 ACL2022_DIMS = (1, 2, 8, 32, 64, 128)
 META_KEY = "_meta"
 PRIME_LABEL = "D' = 1^d"
-
-
-def _version() -> str:
-    from mcdp import __version__
-
-    return __version__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,10 +304,7 @@ def _result(
         claim=mech.claim,
         violated=None if claimed is None else bool(estimate.lower > claimed),
         interrupted=interrupted,
-        mcdp_version=_version(),
-        jax_version=jax.__version__,
-        backend=jax.default_backend(),
-        x64=dtype == "float64",
+        **provenance(dtype),
     )
 
 
@@ -376,30 +368,39 @@ def eps_key(epsilon: float) -> str:
     return repr(float(epsilon))
 
 
-def load_grid(path: Path, spec: GridSpec) -> dict[str, Any]:
-    """Reads an existing grid file for resuming, or an empty grid if ``path`` does
+def load_resumable(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """Reads a result file to resume, or starts one with ``meta`` if ``path`` does
     not exist. Raises :class:`ValueError` (naming ``--out``) if the file is not a
-    grid of the same experiment with the same draws, seed, confidence and dtype."""
+    grid of ``meta["experiment"]`` with exactly the settings in ``meta``."""
     if not path.exists():
-        return {META_KEY: spec.meta()}
+        return {META_KEY: dict(meta)}
+    experiment = meta["experiment"]
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(
             f"--out {path} exists and is not a JSON grid file ({err})."
         ) from None
-    meta = data.get(META_KEY) if isinstance(data, dict) else None
-    if not isinstance(meta, dict) or meta.get("experiment") != spec.experiment:
+    found = data.get(META_KEY) if isinstance(data, dict) else None
+    if not isinstance(found, dict) or found.get("experiment") != experiment:
+        article = "an" if experiment[0] in "aeiou" else "a"
         raise ValueError(
-            f"--out {path} exists and is not an {spec.experiment} grid file; "
+            f"--out {path} exists and is not {article} {experiment} grid file; "
             "choose another file."
         )
-    for field, wanted in spec.meta().items():
-        if meta.get(field) != wanted:
+    for field, wanted in meta.items():
+        if found.get(field) != wanted:
             raise ValueError(
-                f"--out {path} holds a grid with {field}={meta.get(field)!r}, not "
+                f"--out {path} holds a grid with {field}={found.get(field)!r}, not "
                 f"{wanted!r}; choose another file or the same settings to resume."
             )
+    return data
+
+
+def load_grid(path: Path, spec: GridSpec) -> dict[str, Any]:
+    """:func:`load_resumable` for the ACL 2022 grid; its cells must be audit
+    records."""
+    data = load_resumable(path, spec.meta())
     for mech, by_eps in data.items():
         if mech != META_KEY and not _is_grid_entry(by_eps):
             raise ValueError(

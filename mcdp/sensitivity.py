@@ -44,6 +44,7 @@ import optax
 from jax.tree_util import Partial
 
 from mcdp import _validate
+from mcdp._provenance import provenance
 from mcdp._types import Array, PRNGKey
 from mcdp.mechanisms._base import clip_norm
 
@@ -323,10 +324,9 @@ def sensitivity_records(
     def evaluate(x: np.ndarray, x_prime: np.ndarray) -> float:
         return np.abs(clip_norm(x, C, order) - clip_norm(x_prime, C, order)).sum()
 
-    from mcdp import __version__  # not at the top: mcdp/__init__ may import this
-
     common = dict(clip=clip, C=C, claimed=2 * C, **settings._asdict())
-    common |= dict(mcdp_version=__version__, jax_version=jax.__version__)
+    prov = provenance(dtype)
+    common |= {k: prov[k] for k in ("mcdp_version", "jax_version", "backend")}
     eps = float(np.finfo(dtype).eps)
     records = []
     for n in dims:
@@ -347,7 +347,6 @@ def sensitivity_records(
                 exceeds_claim=found.max_l1 > 2 * C * (1 + 8 * n * eps),
                 init_scale=scale,
                 seconds=round(time.perf_counter() - start, 4),
-                backend=jax.default_backend(),
                 **common,
             )
         )

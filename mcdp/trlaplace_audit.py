@@ -14,14 +14,13 @@ atomically after every cell and resumed on rerun.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcdp import _validate
 from mcdp.auditing import DeltaAuditResult, audit_delta
-from mcdp.experiments import META_KEY, _write_atomic, eps_key
+from mcdp.experiments import _write_atomic, eps_key, load_resumable
 
 EXPERIMENT = "trlaplace"
 E4_MECHANISMS = ("gaussian", "laplace", "trlaplace")
@@ -97,27 +96,7 @@ class E4Spec:
 
 def load_e4(path: Path, spec: E4Spec) -> dict[str, Any]:
     """An existing E4 file to resume (same settings), or an empty one."""
-    if not path.exists():
-        return {META_KEY: spec.meta()}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(
-            f"--out {path} exists and is not a JSON grid file ({err})."
-        ) from None
-    meta = data.get(META_KEY) if isinstance(data, dict) else None
-    if not isinstance(meta, dict) or meta.get("experiment") != EXPERIMENT:
-        raise ValueError(
-            f"--out {path} exists and is not a {EXPERIMENT} grid file; "
-            "choose another file."
-        )
-    for field, wanted in spec.meta().items():
-        if meta.get(field) != wanted:
-            raise ValueError(
-                f"--out {path} holds a grid with {field}={meta.get(field)!r}, not "
-                f"{wanted!r}; choose another file or the same settings to resume."
-            )
-    return data
+    return load_resumable(path, spec.meta())
 
 
 def run_e4(

@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp import _validate
+from mcdp._provenance import provenance
 from mcdp._types import Array, PRNGKey
 from mcdp.mechanisms._base import clip_norm
 from mcdp.statistics import clopper_pearson
@@ -321,8 +322,6 @@ def iter_violations(
         if pairs > limit:
             raise ValueError(f"Expected pairs <= {limit} at dims={dim}, got {pairs}.")
 
-    from mcdp import __version__
-
     meta = dict(
         dist=dist,
         clip=clip,
@@ -334,10 +333,7 @@ def iter_violations(
         dtype=dtype,
         pairs_requested=pairs,
         key_data=[int(v) for v in np.ravel(jax.random.key_data(key))],
-        mcdp_version=__version__,
-        jax_version=jax.__version__,
-        backend=jax.default_backend(),
-        x64=dtype == "float64",
+        **provenance(dtype),
     )
     return _stream(key, dims, pairs, unit, chunk, call_chunks, meta)
 
