@@ -31,12 +31,14 @@ def _fail(message: str):
     raise SystemExit(EXIT_USAGE)
 
 
-def _count(name: str):
-    def parse(text: str) -> int:
-        value = _validate.parse_count(name, text)
-        return _validate.integer(name, value, low=1, high=_validate.MAX_DRAWS)
+def _integer(name: str, low: int, high: int | None = None):
+    """An integer (``1e3`` is accepted) in ``[low, high]``."""
+    return lambda text: _validate.integer(name, text, low=low, high=high)
 
-    return parse
+
+def _count(name: str):
+    """A number of draws, pairs or restarts: ``1e8`` is accepted."""
+    return _integer(name, 1, _validate.MAX_DRAWS)
 
 
 def _float_list(name: str):
@@ -54,11 +56,7 @@ def _float_list(name: str):
 
 def _int_list(name: str):
     def parse(text: str) -> list[int]:
-        return [
-            _validate.integer(name, _validate.parse_count(name, v), low=1)
-            for v in text.split(",")
-            if v.strip()
-        ]
+        return [_integer(name, 1)(v) for v in text.split(",") if v.strip()]
 
     return parse
 
@@ -71,6 +69,11 @@ def _real(name: str):
             raise ValueError(f"Expected {name} to be a number, got {text!r}.") from None
 
     return parse
+
+
+def _positive(name: str):
+    """A finite real number > 0."""
+    return lambda text: _validate.positive(name, _real(name)(text))
 
 
 def _delta_value(text: str) -> float:
@@ -89,10 +92,10 @@ def _dims(name: str):
             if not part:
                 continue
             low, _, high = part.partition("-")
-            first = _validate.integer(name, _validate.parse_count(name, low), low=1)
+            first = _integer(name, 1)(low)
             last = first
             if high:
-                last = _validate.integer(name, _validate.parse_count(name, high), low=1)
+                last = _integer(name, 1)(high)
             if last < first:
                 raise ValueError(f"Expected {name} ranges low-high, got {part!r}.")
             dims.extend(range(first, last + 1))
@@ -165,14 +168,7 @@ def _typed(parse):
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seed",
-        type=_typed(
-            lambda t: _validate.integer(
-                "--seed",
-                _validate.parse_count("--seed", t),
-                low=0,
-                high=_validate.MAX_SEED,
-            )
-        ),
+        type=_typed(_integer("--seed", 0, _validate.MAX_SEED)),
         default=0,
         help="integer seed (default 0)",
     )
@@ -206,19 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument(
         "--epsilon",
         required=True,
-        type=_typed(lambda t: _validate.positive("--epsilon", _real("--epsilon")(t))),
+        type=_typed(_positive("--epsilon")),
     )
     a.add_argument(
         "--dim",
         required=True,
-        type=_typed(
-            lambda t: _validate.integer(
-                "--dim",
-                _validate.parse_count("--dim", t),
-                low=1,
-                high=_validate.MAX_DIM,
-            )
-        ),
+        type=_typed(_integer("--dim", 1, _validate.MAX_DIM)),
     )
     a.add_argument(
         "--draws",
@@ -253,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument(
         "--clip",
-        type=_typed(lambda t: _validate.positive("--clip", _real("--clip")(t))),
+        type=_typed(_positive("--clip")),
         default=None,
         help="with --delta: clipping radius C of the pair and calibration (1)",
     )
@@ -285,15 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument(
         "--C",
         dest="C",
-        type=_typed(lambda t: _validate.positive("--C", _real("--C")(t))),
+        type=_typed(_positive("--C")),
         default=10.0,
         help="clipping radius (default 10, as the reference)",
     )
     v.add_argument(
         "--normal-scale",
-        type=_typed(
-            lambda t: _validate.positive("--normal-scale", _real("--normal-scale")(t))
-        ),
+        type=_typed(_positive("--normal-scale")),
         default=0.1,
         help="normal inputs: s = scale*C (default 0.1)",
     )
@@ -317,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     s_.add_argument(
         "--C",
         dest="C",
-        type=_typed(lambda t: _validate.positive("--C", _real("--C")(t))),
+        type=_typed(_positive("--C")),
         default=10.0,
     )
     s_.add_argument(
@@ -328,14 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s_.add_argument(
         "--seed",
-        type=_typed(
-            lambda t: _validate.integer(
-                "--seed",
-                _validate.parse_count("--seed", t),
-                low=0,
-                high=_validate.MAX_SEED,
-            )
-        ),
+        type=_typed(_integer("--seed", 0, _validate.MAX_SEED)),
         default=0,
     )
     s_.add_argument("--json", action="store_true", help="print one JSON object")
