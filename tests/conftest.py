@@ -25,6 +25,22 @@ def pytest_report_header(config):
     )
 
 
+def assert_one_line_error(capsys, args, *fragments):
+    """``mcdp args`` exits 2 with nothing on stdout and one ``mcdp: error:`` line on
+    stderr that contains every fragment (the argument's name, say)."""
+    from mcdp.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == "" and len(lines) == 1, captured.err
+    assert lines[0].startswith("mcdp: error:")
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
 @pytest.fixture
 def key():
     return jax.random.key(SEED)

@@ -8,6 +8,8 @@ import pytest
 
 from mcdp.cli import main
 
+from conftest import assert_one_line_error
+
 AUDIT = [
     "audit",
     "--mechanism",
@@ -101,32 +103,12 @@ def test_audit_errors(capsys, change, name):
             args[args.index(flag) + 1] = value
         else:
             args += [flag, value]
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("mcdp: error:")
-    assert name in lines[0]
+    assert_one_line_error(capsys, args, name)
 
 
 def test_unknown_mechanism_lists_the_known_ones(capsys):
-    with pytest.raises(SystemExit):
-        main(
-            [
-                "audit",
-                "--mechanism",
-                "x",
-                "--epsilon",
-                "1",
-                "--dim",
-                "1",
-                "--draws",
-                "1",
-            ]
-        )
-    assert "adept" in capsys.readouterr().err
+    args = ["audit", "--mechanism", "x", "--epsilon", "1", "--dim", "1"]
+    assert_one_line_error(capsys, args + ["--draws", "1"], "--mechanism", "adept")
 
 
 META = {
@@ -227,11 +209,7 @@ def test_grid_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
 def test_grid_refuses_a_foreign_file(tmp_path, capsys, content, match):
     out = tmp_path / "other.json"
     out.write_text(content)
-    with pytest.raises(SystemExit) as exit_info:
-        main(GRID + ["--out", str(out)])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--out" in err[0] and match in err[0]
+    assert_one_line_error(capsys, GRID + ["--out", str(out)], "--out", match)
     assert out.read_text() == content  # untouched
 
 
@@ -248,9 +226,5 @@ def test_grid_errors_write_nothing(tmp_path, capsys, change, name):
     out = tmp_path / "g.json"
     args = GRID + ["--out", str(out)]
     args[args.index(change[0]) + 1] = change[1]
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and name in err[0]
+    assert_one_line_error(capsys, args, name)
     assert not out.exists()

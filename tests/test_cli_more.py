@@ -7,21 +7,13 @@ import pytest
 
 from mcdp.cli import main
 
+from conftest import assert_one_line_error
+
 DELTA = [
     "audit", "--mechanism", "trlaplace", "--epsilon", "1", "--dim", "300",
     "--draws", "2e3", "--delta", "0.000833",
 ]  # fmt: skip
 DELTA_FIELDS = {"delta_claimed", "delta_lower", "delta_estimate", "attack", "pair"}
-
-
-def _one_line_error(capsys, args, name):
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 2
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert captured.out == "" and len(lines) == 1, captured.err
-    assert lines[0].startswith("mcdp: error:") and name in lines[0]
 
 
 def test_delta_audit_json_contract(capsys):
@@ -57,18 +49,18 @@ def test_delta_audit_errors(capsys, extra, name):
         args[args.index("--delta") + 1] = extra[1]
     else:
         args += extra
-    _one_line_error(capsys, args, name)
+    assert_one_line_error(capsys, args, name)
 
 
 def test_delta_options_need_delta(capsys):
     args = ["audit", "--mechanism", "laplace", "--epsilon", "1", "--dim", "2"]
-    _one_line_error(capsys, args + ["--draws", "10", "--pair", "axis"], "--pair")
+    assert_one_line_error(capsys, args + ["--draws", "10", "--pair", "axis"], "--pair")
 
 
 def test_support_attack_needs_bounded_noise(capsys):
     args = ["audit", "--mechanism", "gaussian", "--epsilon", "1", "--dim", "2"]
     args += ["--draws", "10", "--delta", "0.1", "--attack", "support"]
-    _one_line_error(capsys, args, "support")
+    assert_one_line_error(capsys, args, "support")
 
 
 def test_violations_json_contract(capsys):
@@ -105,7 +97,7 @@ def test_violations_l1_control_is_zero(capsys):
     ],
 )
 def test_violations_errors(capsys, extra, name):
-    _one_line_error(capsys, ["violations", "--dims", "2"] + extra, name)
+    assert_one_line_error(capsys, ["violations", "--dims", "2"] + extra, name)
 
 
 def test_sensitivity_json_contract(capsys):
@@ -120,8 +112,8 @@ def test_sensitivity_json_contract(capsys):
 
 
 def test_sensitivity_errors(capsys):
-    _one_line_error(capsys, ["sensitivity", "--restarts", "0"], "--restarts")
-    _one_line_error(capsys, ["sensitivity", "--clip", "linf"], "--clip")
+    assert_one_line_error(capsys, ["sensitivity", "--restarts", "0"], "--restarts")
+    assert_one_line_error(capsys, ["sensitivity", "--clip", "linf"], "--clip")
 
 
 def test_trlaplace_grid_writes_and_resumes(tmp_path, capsys):
@@ -142,7 +134,7 @@ def test_trlaplace_grid_writes_and_resumes(tmp_path, capsys):
 
 def test_trlaplace_grid_refuses_dims(capsys, tmp_path):
     args = ["grid", "trlaplace", "--draws", "10", "--dims", "3"]
-    _one_line_error(capsys, args + ["--out", str(tmp_path / "x.json")], "--dims")
+    assert_one_line_error(capsys, args + ["--out", str(tmp_path / "x.json")], "--dims")
 
 
 @pytest.mark.slow
@@ -173,7 +165,7 @@ def test_figures_end_to_end_at_tiny_draws(tmp_path, capsys):
 
 
 def test_figures_unknown_name(capsys):
-    _one_line_error(capsys, ["figures", "--only", "fig9"], "figure")
+    assert_one_line_error(capsys, ["figures", "--only", "fig9"], "figure")
 
 
 def test_every_figure_draws_from_small_real_results(tmp_path):
@@ -224,7 +216,7 @@ def test_delta_audit_with_a_pair_from_a_npy_file(tmp_path, capsys):
     record = json.loads(capsys.readouterr().out)
     assert record["pair"] == "custom" and record["dim"] == 4
     np.save(path, np.zeros((3, 4)))
-    _one_line_error(capsys, args[:-1], "--pair")
+    assert_one_line_error(capsys, args[:-1], "--pair")
 
 
 def test_figures_command_writes_files(tmp_path, capsys):
