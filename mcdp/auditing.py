@@ -242,7 +242,11 @@ def exact_delta(mechanism: Mechanism, params: Any, pair: np.ndarray, epsilon: fl
     """The mechanism's exact delta(epsilon) on the pair where a closed form is known
     (Gaussian: any pair; Laplace noise: pairs differing in one coordinate), or
     None."""
-    tx = _transform(mechanism, pair, params)
+    return _exact_delta(mechanism, params, _transform(mechanism, pair, params), epsilon)
+
+
+def _exact_delta(mechanism: Mechanism, params: Any, tx: np.ndarray, epsilon: float):
+    """:func:`exact_delta` on the already transformed (clipped) pair ``tx``."""
     diff = tx[0] - tx[1]
     if mechanism.name == "gaussian":
         return gaussian_delta(epsilon, float(params.sigma), float(np.linalg.norm(diff)))
@@ -424,7 +428,7 @@ def audit_delta(
     impossible = ((1, 2), (0, 0)) if attack == "support" else ()
     bounds = delta_bounds(progress.counts, confidence, impossible=impossible)
     profile = []
-    for e in epsilons:
+    for e in epsilons:  # the claimed epsilon is among them
         est, low, high = bounds.delta(e)
         profile.append(
             {
@@ -432,10 +436,10 @@ def audit_delta(
                 "delta_estimate": est,
                 "delta_lower": low,
                 "delta_upper": high,
-                "delta_exact": exact_delta(mech, params, xs, e),
+                "delta_exact": _exact_delta(mech, params, tx, e),
             }
         )
-    est, low, high = bounds.delta(epsilon)
+    claimed = next(point for point in profile if point["epsilon"] == epsilon)
     loss, loss_lower, loss_upper = bounds.loss()
     exact_loss = None
     if pair_name == "zeros-ones" and attack == "majority":
@@ -457,11 +461,11 @@ def audit_delta(
         loss_upper=loss_upper,
         exact=exact_loss,
         delta_claimed=float(delta),
-        delta_estimate=est,
-        delta_lower=low,
-        delta_upper=high,
-        delta_exact=exact_delta(mech, params, xs, epsilon),
-        violated=bool(low > delta),
+        delta_estimate=claimed["delta_estimate"],
+        delta_lower=claimed["delta_lower"],
+        delta_upper=claimed["delta_upper"],
+        delta_exact=claimed["delta_exact"],
+        violated=bool(claimed["delta_lower"] > delta),
         profile=profile,
         seconds=round(time.perf_counter() - start, 4),
         dtype=dtype,
