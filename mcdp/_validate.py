@@ -14,6 +14,7 @@ from collections.abc import Iterable
 MAX_DRAWS = 1 << 40  # block indices must fit in uint32: 2**40 / 1024 = 2**30 blocks
 MAX_DIM = 1 << 16
 MAX_SEED = 2**32 - 1  # seeds are uint32
+DTYPES = ("float64", "float32")  # float64 first: the audits' default
 
 
 def _is_real(value: object) -> bool:

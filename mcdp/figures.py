@@ -72,7 +72,7 @@ class FigureSettings:
             ),
             seed=_validate.integer("seed", self.seed, low=0, high=_validate.MAX_SEED),
             confidence=_validate.open_unit("confidence", self.confidence),
-            dtype=_validate.one_of("dtype", self.dtype, ("float32", "float64")),
+            dtype=_validate.one_of("dtype", self.dtype, _validate.DTYPES),
         )
 
 

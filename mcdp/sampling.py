@@ -35,7 +35,7 @@ from mcdp.mechanisms import Mechanism
 BLOCK_DRAWS = 1024  # draws per key; changing it changes every stream, so it is fixed
 CHUNK_SCALARS = 1 << 20  # scalars per chunk (per input): ~1e6 fits the caches
 CALL_SCALARS = 1 << 27  # scalars per compiled call (per input): a progress step
-DTYPES = ("float64", "float32")
+DTYPES = _validate.DTYPES
 
 
 class Progress(NamedTuple):

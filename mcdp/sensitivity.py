@@ -48,7 +48,7 @@ from mcdp._provenance import provenance
 from mcdp._types import Array, PRNGKey
 from mcdp.mechanisms._base import clip_norm
 
-DTYPES = ("float64", "float32")
+DTYPES = _validate.DTYPES
 CLIPS = ("l1", "l2")
 RESTART_BLOCK = 16  # restarts per compiled call; results do not depend on it
 RESTARTS = 64
