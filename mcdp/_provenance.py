@@ -6,6 +6,8 @@ from importlib import metadata
 
 import jax
 
+from mcdp.sampling import PRNG_IMPL
+
 try:
     __version__ = metadata.version("mcdp")
 except metadata.PackageNotFoundError:  # running from a source tree
@@ -13,10 +15,11 @@ except metadata.PackageNotFoundError:  # running from a source tree
 
 
 def provenance(dtype: str) -> dict[str, object]:
-    """The mcdp and jax versions, the backend and the x64 flag of a run."""
+    """The mcdp and jax versions, the backend, the x64 flag and the PRNG of a run."""
     return {
         "mcdp_version": __version__,
         "jax_version": jax.__version__,
         "backend": jax.default_backend(),
         "x64": dtype == "float64",
+        "prng_impl": PRNG_IMPL,
     }

@@ -46,6 +46,7 @@ from mcdp.analytic import exact_e2
 from mcdp.estimators import MAJORITY_VOTE, Attack
 from mcdp.mechanisms import Mechanism, get_mechanism
 from mcdp.sampling import DTYPES, iter_counts
+from mcdp.sampling import key as sampling_key
 from mcdp.statistics import loss_from_probabilities, loss_range
 
 PAIRS = ("zeros-ones", "axis", "diagonal")
@@ -319,6 +320,7 @@ class DeltaAuditResult:
     jax_version: str
     backend: str
     x64: bool
+    prng_impl: str  # the stream of the seed (mcdp.sampling.PRNG_IMPL)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -409,7 +411,7 @@ def audit_delta(
     tx = _transform(mech, xs, params)
     attack_fn, aux = _attack_and_aux(mech, attack, tx, params, epsilons, dtype)
     key = jax.random.fold_in(
-        jax.random.key(seed),
+        sampling_key(seed),
         zlib.crc32(
             f"delta/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{pair_name}".encode()
         ),

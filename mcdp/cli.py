@@ -468,15 +468,14 @@ def _audit_delta(args) -> int:
 
 
 def _violations(args) -> int:
-    import jax
-
+    from mcdp.sampling import key
     from mcdp.violations import iter_violations
 
     records = []
     try:
         for dist in args.dist:
             runs = iter_violations(
-                jax.random.key(args.seed),
+                key(args.seed),
                 dist,
                 args.dims,
                 args.pairs,
@@ -500,13 +499,12 @@ def _violations(args) -> int:
 
 
 def _sensitivity(args) -> int:
-    import jax
-
+    from mcdp.sampling import key
     from mcdp.sensitivity import sensitivity_records
 
     try:
         records = sensitivity_records(
-            jax.random.key(args.seed),
+            key(args.seed),
             args.dims,
             clip=args.clip,
             C=args.C,

@@ -28,7 +28,8 @@ from mcdp._provenance import provenance
 from mcdp.analytic import ExactE2, exact_e2
 from mcdp.estimators import MAJORITY_VOTE
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
-from mcdp.sampling import DTYPES, iter_counts
+from mcdp.sampling import DTYPES, PRNG_IMPL, iter_counts
+from mcdp.sampling import key as sampling_key
 from mcdp.statistics import loss_estimate
 
 EXPERIMENT = "acl2022"
@@ -73,6 +74,7 @@ class AuditResult:
     jax_version: str
     backend: str
     x64: bool
+    prng_impl: str  # the stream of the seed (mcdp.sampling.PRNG_IMPL)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -175,7 +177,7 @@ def audit_iter(
         params = mech.e2_params(epsilon, dim, **options)
     exact = exact_e2(mech, params, dim)
     key = jax.random.fold_in(
-        jax.random.key(seed), cell_id(mech.name, epsilon, dim, nan_policy)
+        sampling_key(seed), cell_id(mech.name, epsilon, dim, nan_policy)
     )
     xs = np.stack([np.zeros(dim), np.ones(dim)])
     start = time.perf_counter()
@@ -355,6 +357,7 @@ class GridSpec:
             "seed": self.seed,
             "confidence": self.confidence,
             "dtype": self.dtype,
+            "prng_impl": PRNG_IMPL,  # a grid never mixes two streams
         }
 
     def cells(self) -> list[tuple[str, float, int]]:

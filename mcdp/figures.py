@@ -23,6 +23,7 @@ from mcdp import _validate
 from mcdp.experiments import GridSpec, _write_atomic, run_grid
 from mcdp.mechanisms._base import standard_laplace
 from mcdp.mechanisms.dptext import dptext_params, dptext_sample
+from mcdp.sampling import key as sampling_key
 
 FIGURES = (
     "acl2022-fig1",
@@ -151,7 +152,7 @@ def make_figures(
     for name in names:
         _validate.one_of("figure", name, FIGURES)
     written: list[Path] = []
-    root = jax.random.key(s.seed)
+    root = sampling_key(s.seed)
     if "acl2022-fig1" in names:
         start = time.perf_counter()
         grid = _acl2022_grid(s, progress, log)
@@ -200,7 +201,7 @@ def _emnlp2021_records(s: FigureSettings, progress: bool, log) -> list[dict[str,
             continue
         log(f"emnlp2021: {name}, {s.pairs:,} pairs per n, n = 1..{EMNLP_DIMS[-1]}")
         records = count_violations(
-            jax.random.key(s.seed),
+            sampling_key(s.seed),
             dist,
             EMNLP_DIMS,
             s.pairs,

@@ -21,6 +21,7 @@ from typing import Any
 from mcdp import _validate
 from mcdp.auditing import DeltaAuditResult, audit_delta
 from mcdp.experiments import _write_atomic, eps_key, load_resumable
+from mcdp.sampling import PRNG_IMPL
 
 EXPERIMENT = "trlaplace"
 E4_MECHANISMS = ("gaussian", "laplace", "trlaplace")
@@ -82,6 +83,7 @@ class E4Spec:
             "seed": self.seed,
             "confidence": self.confidence,
             "dtype": self.dtype,
+            "prng_impl": PRNG_IMPL,  # a grid never mixes two streams
         }
 
     def cells(self) -> list[tuple[str, float, str, str]]:

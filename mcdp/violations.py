@@ -167,6 +167,7 @@ class ViolationResult:
     jax_version: str
     backend: str
     x64: bool
+    prng_impl: str  # the stream of the seed (mcdp.sampling.PRNG_IMPL)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

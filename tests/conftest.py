@@ -11,6 +11,8 @@ import jax
 import pytest
 from scipy import stats
 
+from mcdp import sampling
+
 jax.config.update("jax_numpy_rank_promotion", "raise")
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 
@@ -43,4 +45,4 @@ def assert_one_line_error(capsys, args, *fragments):
 
 @pytest.fixture
 def key():
-    return jax.random.key(SEED)
+    return sampling.key(SEED)

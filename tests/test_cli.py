@@ -7,6 +7,7 @@ import math
 import pytest
 
 from mcdp.cli import main
+from mcdp.sampling import PRNG_IMPL
 
 from conftest import assert_one_line_error
 
@@ -117,13 +118,7 @@ META = {
     "seed": 0,
     "confidence": 0.95,
     "dtype": "float64",
-}
-META = {
-    "experiment": "acl2022",
-    "draws": 3000,
-    "seed": 0,
-    "confidence": 0.95,
-    "dtype": "float64",
+    "prng_impl": PRNG_IMPL,
 }
 GRID = [
     "grid",
@@ -200,6 +195,8 @@ def test_grid_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
         ('{"laplace": {}}', "not an acl2022 grid file"),
         ('{"_meta": {"experiment": "trlaplace"}}', "not an acl2022 grid file"),
         (json.dumps({"_meta": META | {"draws": 5}}), "draws=5"),
+        # a grid drawn from another stream is not continued with this one
+        (json.dumps({"_meta": META | {"prng_impl": "rbg"}}), "prng_impl='rbg'"),
         (
             json.dumps({"_meta": META, "laplace": {"1.0": {"1": {"loss": 1}}}}),
             "not a grid of audit records",

@@ -6,7 +6,13 @@ import pytest
 
 from mcdp.estimators import MAJORITY_VOTE, majority_vote_guess
 from mcdp.mechanisms import Mechanism, get_mechanism
-from mcdp.sampling import BLOCK_DRAWS, _count_impl, count_outcomes, iter_counts
+from mcdp.sampling import (
+    BLOCK_DRAWS,
+    Progress,
+    _count_impl,
+    count_outcomes,
+    iter_counts,
+)
 
 
 def _xs(d):
@@ -111,6 +117,40 @@ def test_new_keys_params_and_draws_do_not_retrace(key):
             draws,
         )
     assert len(traces) == 1
+
+
+def test_a_resumed_run_counts_as_one_run(key):
+    """Going on from a stored Progress (another chunk size too) gives the counts of
+    one run of the total, so later rounds reuse what is counted."""
+    m = get_mechanism("adept")
+    params, total = m.e2_params(1.0, 8), 9 * BLOCK_DRAWS + 77
+    one_run = count_outcomes(key, m, MAJORITY_VOTE, _xs(8), params, total)
+    first = count_outcomes(key, m, MAJORITY_VOTE, _xs(8), params, 4 * BLOCK_DRAWS)
+    *_, last = iter_counts(
+        key, m, MAJORITY_VOTE, _xs(8), params, total, chunk_blocks=3,
+        resume=Progress(4 * BLOCK_DRAWS, first),
+    )  # fmt: skip
+    assert last.draws == total
+    np.testing.assert_array_equal(last.counts, one_run)
+
+
+@pytest.mark.parametrize(
+    "draws,counts,match",
+    [
+        (1000, [[1000, 0], [0, 1000]], "multiple of 1024"),
+        (BLOCK_DRAWS, [[BLOCK_DRAWS, 0]], r"shape \(2, 2\)"),
+        (BLOCK_DRAWS, [[BLOCK_DRAWS, 1], [0, BLOCK_DRAWS]], "sum to"),
+        (8 * BLOCK_DRAWS, [[8 * BLOCK_DRAWS, 0], [0, 8 * BLOCK_DRAWS]], "resume.draws"),
+    ],
+)
+def test_a_bad_resume_is_refused(key, draws, counts, match):
+    m = get_mechanism("laplace")
+    runs = iter_counts(
+        key, m, MAJORITY_VOTE, _xs(2), m.e2_params(1.0, 2), 4 * BLOCK_DRAWS,
+        resume=Progress(draws, np.array(counts)),
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=match):
+        next(runs)
 
 
 def test_counts_stay_exact_past_int32(key):
