@@ -19,13 +19,15 @@ draws do not re-trace.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from mcdp import _validate
 from mcdp._types import Array, PRNGKey
@@ -35,7 +37,8 @@ from mcdp.mechanisms import Mechanism
 BLOCK_DRAWS = 1024  # draws per key; changing it changes every stream, so it is fixed
 PRNG_IMPL = "threefry4x32"  # the stream of a seed; see :func:`key`
 CHUNK_SCALARS = 1 << 20  # scalars per chunk (per input): ~1e6 fits the caches
-CALL_SCALARS = 1 << 27  # scalars per compiled call (per input): a progress step
+CALL_SCALARS = 1 << 27  # scalars per device per compiled call (per input)
+MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
 DTYPES = _validate.DTYPES
 
 
@@ -67,7 +70,7 @@ def chunk_blocks_for(dim: int) -> int:
     return max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))
 
 
-@partial(jax.jit, static_argnames=("sample", "attack", "chunk_blocks"))
+@partial(jax.jit, static_argnames=("sample", "attack", "chunk_blocks", "mesh"))
 def _count_impl(
     keys: PRNGKey,
     xs: Array,
@@ -81,41 +84,81 @@ def _count_impl(
     sample,
     attack: Attack,
     chunk_blocks: int,
+    mesh: Mesh,
 ) -> Array:
-    """Counts the outcomes of ``num_chunks`` chunks starting at ``first_block``.
+    """Counts the outcomes of ``num_chunks`` chunks per device from ``first_block``.
 
-    Rows with global index ``>= num_draws`` (``num_draws_blocks`` full blocks plus
-    ``remainder`` rows) are masked out. Returns int32 counts of shape
-    ``(num_inputs, num_outcomes)``.
+    Device ``j`` of the ``D`` devices in ``mesh`` draws the chunks ``j, j + D, j +
+    2D, ...`` after ``first_block``; the per-device counts are summed across devices
+    (``psum``), so every block is counted once whatever ``D`` is. Rows with global
+    index ``>= num_draws`` (``num_draws_blocks`` full blocks plus ``remainder`` rows)
+    are masked out. Returns int32 counts of shape ``(num_inputs, num_outcomes)``,
+    replicated on every device.
     """
     dim = xs.shape[-1]
-    outcomes = jnp.arange(attack.num_outcomes, dtype=jnp.int32)
-    row = jnp.arange(BLOCK_DRAWS, dtype=jnp.uint32)
-    offsets = jnp.arange(chunk_blocks, dtype=jnp.uint32)
+    num_devices = mesh.size
 
-    def block_counts(key, x, block):
-        batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
-        y = sample(jax.random.fold_in(key, block), batch, params)
-        guess = attack.guess(y, aux)
-        valid = (block < num_draws_blocks) | (
-            (block == num_draws_blocks) & (row < remainder)
-        )
-        hits = (guess[:, None] == outcomes[None, :]) & valid[:, None]
-        return jnp.sum(hits, axis=0, dtype=jnp.int32)
+    def per_device(keys, xs, params, first_block, num_chunks, full, remainder, aux):
+        device = jax.lax.axis_index(MESH_AXIS).astype(jnp.uint32)
+        outcomes = jnp.arange(attack.num_outcomes, dtype=jnp.int32)
+        row = jnp.arange(BLOCK_DRAWS, dtype=jnp.uint32)
+        offsets = jnp.arange(chunk_blocks, dtype=jnp.uint32)
 
-    def chunk_counts(c, counts):
-        blocks = first_block + c.astype(jnp.uint32) * chunk_blocks + offsets
-        per_input = jax.vmap(
-            lambda key, x: jnp.sum(
-                jax.vmap(lambda b: block_counts(key, x, b))(blocks),
-                axis=0,
-                dtype=jnp.int32,
-            )
-        )(keys, xs)
-        return counts + per_input
+        def block_counts(key, x, block):
+            batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
+            y = sample(jax.random.fold_in(key, block), batch, params)
+            guess = attack.guess(y, aux)
+            valid = (block < full) | ((block == full) & (row < remainder))
+            hits = (guess[:, None] == outcomes[None, :]) & valid[:, None]
+            return jnp.sum(hits, axis=0, dtype=jnp.int32)
 
-    init = jnp.zeros((xs.shape[0], attack.num_outcomes), dtype=jnp.int32)
-    return jax.lax.fori_loop(0, num_chunks, chunk_counts, init)
+        def chunk_counts(c, counts):
+            chunk = c.astype(jnp.uint32) * num_devices + device
+            blocks = first_block + chunk * chunk_blocks + offsets
+            per_input = jax.vmap(
+                lambda key, x: jnp.sum(
+                    jax.vmap(lambda b: block_counts(key, x, b))(blocks),
+                    axis=0,
+                    dtype=jnp.int32,
+                )
+            )(keys, xs)
+            return counts + per_input
+
+        init = jnp.zeros((xs.shape[0], attack.num_outcomes), dtype=jnp.int32)
+        init = jax.lax.pcast(init, (MESH_AXIS,), to="varying")  # differs by device
+        local = jax.lax.fori_loop(0, num_chunks, chunk_counts, init)
+        return jax.lax.psum(local, MESH_AXIS)
+
+    replicated = P()
+    return jax.shard_map(
+        per_device, mesh=mesh, in_specs=replicated, out_specs=replicated
+    )(keys, xs, params, first_block, num_chunks, num_draws_blocks, remainder, aux)
+
+
+def _mesh(devices: Sequence[jax.Device] | None) -> Mesh:
+    """A one-axis mesh over ``devices`` (default: every device, on every host)."""
+    devices = jax.devices() if devices is None else list(devices)
+    if not devices:
+        raise ValueError("Expected at least one device in devices, got none.")
+    return Mesh(np.array(devices), (MESH_AXIS,))
+
+
+def _replicate(mesh: Mesh, tree: Any) -> Any:
+    """Places every leaf of ``tree`` on every device of ``mesh``, key arrays too.
+
+    Leaves go through host NumPy: ``jax.device_put`` onto devices of other hosts
+    takes host values (each host passes the same, which it checks), not arrays
+    already placed on this host's devices.
+    """
+    sharding = NamedSharding(mesh, P())
+
+    def leaf(v):
+        if jax.dtypes.issubdtype(v.dtype, jax.dtypes.prng_key):
+            data = jax.device_put(np.asarray(jax.random.key_data(v)), sharding)
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(v))
+        return jax.device_put(np.asarray(v), sharding)
+
+    return jax.tree.map(leaf, tree)
 
 
 def _device_params(params: Any, dtype) -> Any:
@@ -142,6 +185,7 @@ def iter_counts(
     call_chunks: int | None = None,
     aux: Any = None,
     resume: Progress | None = None,
+    devices: Sequence[jax.Device] | None = None,
 ) -> Iterator[Progress]:
     """Runs ``num_draws`` draws of ``mechanism`` on every row of ``xs``, streaming.
 
@@ -159,13 +203,17 @@ def iter_counts(
       dtype: ``"float64"`` (default; the Laplace tails reach ~36 b) or ``"float32"``.
       chunk_blocks: blocks per chunk (default: about 1e6 scalars); any value gives the
         same counts.
-      call_chunks: chunks per compiled call (default: about 1.3e8 scalars per call).
+      call_chunks: chunks per device per compiled call (default: about 1.3e8
+        scalars per device per call).
       aux: the attack's data (a pytree; floats become arrays of ``dtype``).
       resume: a :class:`Progress` of an earlier run with the same key, mechanism,
         attack, inputs, parameters and dtype whose ``draws`` is a multiple of
         :data:`BLOCK_DRAWS` (every item but the last of a run is): the run goes on
         from there to ``num_draws`` and yields totals, the same counts as one run of
         ``num_draws`` from the start.
+      devices: the devices that share the blocks (default: ``jax.devices()``, every
+        device of the default backend, on every host of a ``jax.distributed`` run);
+        the counts are the same for any number of devices.
     """
     num_draws = _validate.integer(
         "num_draws", num_draws, low=1, high=_validate.MAX_DRAWS
@@ -180,7 +228,16 @@ def iter_counts(
         1, CALL_SCALARS // (chunk_blocks * BLOCK_DRAWS * dim)
     )
     # int32 counts per call must not overflow
-    call_chunks = min(call_chunks, (2**31 - 1) // (chunk_blocks * BLOCK_DRAWS))
+    mesh = _mesh(devices)
+    num_devices = mesh.size
+    call_chunks = min(
+        call_chunks, (2**31 - 1) // (num_devices * chunk_blocks * BLOCK_DRAWS)
+    )
+    if call_chunks < 1:
+        raise ValueError(
+            f"Expected chunk_blocks * {BLOCK_DRAWS} * {num_devices} devices below "
+            f"2**31 (the counts of one call), got chunk_blocks={chunk_blocks}."
+        )
     full_blocks, remainder = divmod(num_draws, BLOCK_DRAWS)
     total_blocks = full_blocks + (remainder > 0)
     totals = np.zeros((num_inputs, attack.num_outcomes), dtype=np.int64)
@@ -193,29 +250,39 @@ def iter_counts(
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(
             jnp.arange(num_inputs, dtype=jnp.uint32)
         )
-        device_xs = jnp.asarray(xs_host, dtype=dtype)
-        device_params = _device_params(params, dtype)
-        device_aux = _device_params(aux, dtype)
-        scalars = dict(
-            num_draws_blocks=jnp.uint32(full_blocks), remainder=jnp.uint32(remainder)
+        # every input is replicated on every device of the mesh (on every host)
+        constants = _replicate(
+            mesh,
+            (
+                keys,
+                jnp.asarray(xs_host, dtype=dtype),
+                _device_params(params, dtype),
+                jnp.uint32(full_blocks),
+                jnp.uint32(remainder),
+                _device_params(aux, dtype),
+            ),
         )
     while block < total_blocks:
-        chunks = min(call_chunks, -(-(total_blocks - block) // chunk_blocks))
+        remaining_chunks = -(-(total_blocks - block) // chunk_blocks)
+        chunks = min(call_chunks, -(-remaining_chunks // num_devices))  # per device
+        keys_d, xs_d, params_d, full_d, remainder_d, aux_d = constants
         with jax.enable_x64(x64):  # only around device work: the caller's code
             counts = _count_impl(  # between yields keeps its own setting
-                keys,
-                device_xs,
-                device_params,
-                jnp.uint32(block),
-                jnp.int32(chunks),
-                **scalars,
-                aux=device_aux,
+                keys_d,
+                xs_d,
+                params_d,
+                *_replicate(mesh, (jnp.uint32(block), jnp.int32(chunks))),
+                full_d,
+                remainder_d,
+                aux_d,
                 sample=mechanism.sample,
                 attack=attack,
                 chunk_blocks=chunk_blocks,
+                mesh=mesh,
             )
-            totals += np.asarray(counts, dtype=np.int64)
-        block += chunks * chunk_blocks
+            # replicated: this host's first copy is the sum over all devices
+            totals += np.asarray(counts.addressable_data(0), dtype=np.int64)
+        block += chunks * num_devices * chunk_blocks
         yield Progress(min(block * BLOCK_DRAWS, num_draws), totals.copy())
 
 

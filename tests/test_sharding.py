@@ -1,0 +1,133 @@
+"""The counts of a seed are the same on 1, 2, 3 or 4 devices and on two hosts.
+
+XLA exposes CPU cores as several devices with
+``--xla_force_host_platform_device_count``, which must be set before JAX starts: each
+check runs in a fresh Python process and compares with the counts of this (one
+device) process.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from mcdp.estimators import MAJORITY_VOTE
+from mcdp.mechanisms import get_mechanism
+from mcdp.sampling import BLOCK_DRAWS, count_outcomes, key
+
+from conftest import SEED
+
+# (mechanism, dtype, d, draws, chunk_blocks, call_chunks): many chunks per call and
+# several calls, so the devices share the chunks unevenly; a partial last block
+CASES = [
+    ("adept", "float64", 8, 41 * BLOCK_DRAWS + 123, 2, 3),
+    ("laplace", "float32", 3, 17 * BLOCK_DRAWS + 1, 1, 2),
+]
+
+COUNTS_ON_DEVICES = """
+import json, sys
+import jax, numpy as np
+from mcdp.estimators import MAJORITY_VOTE
+from mcdp.mechanisms import get_mechanism
+from mcdp.sampling import count_outcomes, key
+seed, cases = json.loads(sys.argv[1])
+{setup}
+out = []
+for name, dtype, d, draws, chunk_blocks, call_chunks in cases:
+    m = get_mechanism(name)
+    xs = np.stack([np.zeros(d), np.ones(d)])
+    out.append({{
+        str(k): count_outcomes(
+            key(seed), m, MAJORITY_VOTE, xs, m.e2_params(1.0, d), draws, dtype=dtype,
+            chunk_blocks=chunk_blocks, call_chunks=call_chunks,
+            devices=jax.devices()[:k],
+        ).tolist()
+        for k in {device_counts}
+    }})
+print(json.dumps([jax.process_index(), jax.device_count(), out]))
+"""
+
+
+def _one_device_counts():
+    runs = []
+    for name, dtype, d, draws, chunk_blocks, call_chunks in CASES:
+        m = get_mechanism(name)
+        xs = np.stack([np.zeros(d), np.ones(d)])
+        runs.append(
+            count_outcomes(
+                key(SEED), m, MAJORITY_VOTE, xs, m.e2_params(1.0, d), draws,
+                dtype=dtype, chunk_blocks=chunk_blocks, call_chunks=call_chunks,
+            ).tolist()
+        )  # fmt: skip
+    return runs
+
+
+def _python(script: str, devices: int, *args: str) -> subprocess.Popen:
+    env = dict(
+        os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", script, json.dumps([SEED, CASES]), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _result(proc: subprocess.Popen):
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_same_counts_on_one_to_four_devices():
+    assert jax.device_count() == 1  # this process: the reference
+    script = COUNTS_ON_DEVICES.format(setup="", device_counts="range(1, 5)")
+    process, devices, out = _result(_python(script, 4))
+    assert (process, devices) == (0, 4)
+    for case, expected in zip(out, _one_device_counts(), strict=True):
+        assert case == {str(k): expected for k in range(1, 5)}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Gloo collectives: Linux only")
+def test_same_counts_on_two_processes():
+    """Two processes with two CPU devices each, joined by jax.distributed: every
+    process gets the totals of one process."""
+    setup = (
+        "from mcdp import distributed\n"
+        "distributed.initialize(sys.argv[2], 2, int(sys.argv[3]))"
+    )
+    script = COUNTS_ON_DEVICES.format(setup=setup, device_counts="[4]")
+    address = f"localhost:{_free_port()}"
+    procs = [_python(script, 2, address, str(i)) for i in range(2)]
+    results = [_result(p) for p in procs]
+    expected = [{"4": counts} for counts in _one_device_counts()]
+    assert results == [[0, 4, expected], [1, 4, expected]]
+
+
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        (("localhost", 2, 0), "host:port"),
+        (("localhost:99999", 2, 0), "host:port"),
+        (("localhost:1234", 0, 0), "num_processes"),
+        (("localhost:1234", 2, 2), r"process_id to be an integer in \[0, 1\]"),
+    ],
+)
+def test_bad_distributed_settings_are_refused(args, match):
+    from mcdp import distributed
+
+    with pytest.raises(ValueError, match=match):
+        distributed.initialize(*args)
