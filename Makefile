@@ -36,7 +36,9 @@ grid: $(STAMP)
 	$(BIN)/mcdp grid acl2022 --draws $(DRAWS) --out results/acl2022.json
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_engine.py --json benchmarks/results/engine.json
+	$(BIN)/python benchmarks/bench_memory.py --json benchmarks/results/memory.json
+	$(BIN)/python benchmarks/bench_prng.py --json benchmarks/results/prng.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

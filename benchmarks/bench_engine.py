@@ -1,187 +1,150 @@
-"""Throughput of the mcdp engine against a plain NumPy run of the same experiment.
+"""Throughput of the mcdp engine against the reference algorithm and the best NumPy.
 
 What is measured
 ----------------
-The ACL 2022 sanity check (SPEC E2) with the Laplace mechanism at epsilon = 1:
-the inputs are ``D = 0^d`` and ``D' = 1^d``, the mechanism adds iid Laplace noise
-of scale ``b = d / epsilon`` to every coordinate, and the majority-vote attack
-rounds each output coordinate (``< 0.5`` -> 0, otherwise 1, NaN -> 1) and guesses
-1 iff more than ``d / 2`` coordinates rounded to 1 (a tie guesses 0). Each input
-gets ``draws`` runs of the mechanism and the guesses are counted.
+The ACL 2022 sanity check (SPEC E2) at epsilon = 1: the inputs are ``D = 0^d`` and
+``D' = 1^d``, each is run through the mechanism ``draws`` times, and the
+majority-vote attack rounds each output coordinate (``< 0.5`` -> 0, otherwise 1,
+NaN -> 1) and guesses 1 iff more than ``d / 2`` coordinates rounded to 1. The
+mechanisms (``--mechanisms``) are ``laplace`` (scale ``d / epsilon``), ``adept``
+(scale ``1 / epsilon``, no clipping) and ``dptext`` (DPText's sampler, NaN -> 0,
+scale ``d / epsilon``).
 
-The same experiment runs twice, in the same process and the same dtype:
+For every mechanism, ``d`` and dtype, three implementations run in the same process
+and the same dtype:
 
-* **mcdp**: :func:`mcdp.sampling.count_outcomes`, one compiled loop that draws,
-  attacks and counts chunk by chunk. It is warmed up once with a small number of
-  draws so that compilation is not timed; it returns host NumPy counts, so the
-  timing includes the device-to-host synchronisation.
-* **numpy**: a straightforward vectorised NumPy version, chunked with as many rows
-  per chunk as the engine (so both hold about the same memory): uniforms from
-  ``np.random.default_rng(seed).random``, Laplace noise by inverse CDF
-  ``-b sign(u - 1/2) log(1 - 2 |u - 1/2|)``, add ``x``, round, count the ones per
-  row, guess, count the guesses.
+* **mcdp**: :func:`mcdp.sampling.count_outcomes` with the key
+  :func:`mcdp.sampling.key`, one compiled loop that draws, attacks and counts chunk
+  by chunk. It is warmed up once with a few draws so that compilation is not timed;
+  it returns host counts, so the timing includes the device-to-host transfer.
+* **reference**: :func:`baselines.reference_port`, the reference code of the paper
+  ported to a NumPy ``Generator``: the whole ``(N, d)`` arrays of a dataset at once,
+  no chunking. It is slow and needs ~40-60 bytes of memory per scalar, so it gets
+  its own, smaller number of draws (``--reference-scalars``, per dataset; the
+  default 5e7 needs ~2-3 GB) and can be left out (``--skip-reference``).
+* **best-numpy**: :func:`baselines.best_numpy`, the same math chunked in cache-sized
+  buffers, in place, one thread and one bit generator per core (``--threads``).
 
-The figure of merit is *scalar draws per second*, ``2 inputs * draws * d /
-seconds``, the best of ``--repeats`` runs; the table also gives the ratio
-mcdp / numpy, the CPU utilisation (process CPU seconds / wall seconds, so 2.0
-means both cores of a 2-core machine were busy) and the CPU nanoseconds per scalar
-(the cost per core, which other processes on the machine disturb less than the
-wall-clock figures). By default ``draws = scalars // d`` (``--scalars``), so that
-every row of the table does about the same amount of work.
+The figure of merit is *scalar draws per second*, ``2 datasets * draws * d /
+seconds``, the best of ``--repeats`` runs. Every line of the table gives the
+implementation's PRNG, its chunk (scalars per chunk; per thread for best-numpy) and
+the dtype; the header gives the JAX backend, device count and device kind. The
+table also gives the CPU utilisation (process CPU seconds / wall seconds: 2.0 means
+both cores of a 2-core machine were busy) and the CPU nanoseconds per scalar (the
+cost per core, which other processes on the machine disturb less). A second table
+gives the ratios mcdp / reference and mcdp / best-numpy (scalar draws per second,
+same dtype) beside the targets of the "Performance and scale" issue: mcdp /
+reference >= 8 in float64, >= 10 in float32 at d = 1 and >= 15 in float32 at other
+d; mcdp / best-numpy >= 1. The targets are reported, not asserted.
 
-As a sanity check, the estimated ``P[guess 1 | D]`` (and ``P[guess 1 | D']``) of
-the two implementations must agree within 5 standard errors of their difference;
-a warning is printed otherwise, the table is still printed.
+As a sanity check, the estimated ``P[guess 1 | D]`` and ``P[guess 1 | D']`` of each
+baseline must agree with mcdp's within 5 standard errors of their difference; a
+warning is printed otherwise, the tables are still printed.
 
 How to run
 ----------
-``make bench`` runs ``python benchmarks/bench_engine.py`` with the defaults. For
+``make bench`` runs this with the defaults (laplace, d = 1, 8, 32, 128, both dtypes:
+a few minutes on 2 CPU cores) and writes ``benchmarks/results/engine.json``. For
 example::
 
     python benchmarks/bench_engine.py --dims 1,8,32,128 --dtype both --repeats 3
-    python benchmarks/bench_engine.py --dims 32 --dtype float32 --draws 1000000 \\
-        --json bench.json
+    python benchmarks/bench_engine.py --mechanisms laplace,adept,dptext --dims 32 \\
+        --dtype float32 --scalars 1e7 --reference-scalars 1e7 --json engine.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import platform
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import NamedTuple
 
-import jax
 import numpy as np
+from _common import (
+    Timing,
+    best_of,
+    environment,
+    environment_line,
+    parse_ints,
+    write_json,
+)
+from baselines import (
+    CHUNK_SCALARS,
+    DEFAULT_BIT_GENERATOR,
+    DEFAULT_UNIFORMS,
+    MECHANISMS,
+    best_numpy,
+    reference_port,
+)
 
+from mcdp.analytic import exact_e2
 from mcdp.estimators import MAJORITY_VOTE
 from mcdp.mechanisms import get_mechanism
-from mcdp.sampling import BLOCK_DRAWS, chunk_blocks_for, count_outcomes
+from mcdp.sampling import BLOCK_DRAWS, PRNG_IMPL, chunk_blocks_for, count_outcomes, key
 
 EPSILON = 1.0
-MECHANISM = "laplace"
+DEFAULT_MECHANISMS = "laplace"
 DEFAULT_DIMS = "1,8,32,128"
-DEFAULT_SCALARS = 1.5e8  # per input: ~1.5-2.5 s per mcdp measurement on 2 CPU cores
+DEFAULT_SCALARS = 1.5e8  # per dataset: ~1 s per mcdp run on 2 CPU cores
+DEFAULT_REFERENCE_SCALARS = 5e7  # per dataset: 400 MB per float64 array
 SANITY_SIGMAS = 5.0
 WARMUP_DRAWS = BLOCK_DRAWS
+BEST_NUMPY_TARGET = 1.0
 
 
-@dataclass(frozen=True)
-class Timing:
-    """The best of several timed runs of one implementation.
+class Case(NamedTuple):
+    """One group of the table: the same experiment for every implementation."""
 
-    Attributes:
-      seconds: best wall-clock time.
-      cpu_utilisation: process CPU seconds / wall seconds of that best run.
-      counts: ``(2, 2)`` int64 counts ``[input, guess]`` of that run.
-    """
-
-    seconds: float
-    cpu_utilisation: float
-    counts: np.ndarray
+    mechanism: str
+    dim: int
+    dtype: str
 
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the table (and one record of ``--json``)."""
+    """One implementation on one :class:`Case`: a line of the first table."""
 
+    mechanism: str
     dim: int
     dtype: str
-    draws: int
-    chunk_blocks: int
-    chunk_rows: int
-    chunk_scalars: int
-    prng_impl: str
-    mcdp_seconds: float
-    mcdp_scalars_per_s: float
-    mcdp_cpu_utilisation: float
-    mcdp_cpu_ns_per_scalar: float
-    numpy_seconds: float
-    numpy_scalars_per_s: float
-    numpy_cpu_utilisation: float
-    numpy_cpu_ns_per_scalar: float
-    ratio: float
-    mcdp_p1_given_d: float
-    numpy_p1_given_d: float
-    mcdp_p1_given_d_prime: float
-    numpy_p1_given_d_prime: float
-    max_z: float
+    implementation: str  # mcdp, reference or best-numpy
+    prng: str
+    chunk_scalars: int | None  # scalars drawn at once (per thread); None: all
+    draws: int  # per dataset
+    seconds: float
+    scalars_per_s: float
+    cpu_utilisation: float
+    cpu_ns_per_scalar: float
+    counts: list[list[int]]  # [dataset, guess]
+    p1_given_d: float
+    p1_given_d_prime: float
+    z_vs_mcdp: float | None  # None for mcdp itself
     sane: bool
 
 
-def numpy_counts(
-    xs: np.ndarray,
-    scale: float,
-    num_draws: int,
-    dtype: np.dtype,
-    chunk_rows: int,
-    seed: int,
-) -> np.ndarray:
-    """Runs the experiment in plain NumPy, ``chunk_rows`` draws at a time.
+@dataclass(frozen=True)
+class Ratio:
+    """mcdp over the baselines on one :class:`Case`: a line of the second table."""
 
-    ``rng.random`` can return 0, where the inverse CDF gives ``-inf`` (rounds to 0);
-    that happens with probability ``2^-24`` (float32) or ``2^-53`` (float64) per
-    scalar and does not affect the throughput, so it is left as is.
-
-    Args:
-      xs: ``(num_inputs, d)`` inputs.
-      scale: the Laplace scale ``b``.
-      num_draws: draws per input.
-      dtype: ``np.float32`` or ``np.float64``; all arithmetic stays in it.
-      chunk_rows: draws per chunk (bounds the memory to ``chunk_rows * d`` scalars).
-      seed: seed of ``np.random.default_rng``.
-
-    Returns:
-      ``(num_inputs, 2)`` int64 counts of the guesses 0 and 1.
-    """
-    rng = np.random.default_rng(seed)
-    num_inputs, dim = xs.shape
-    b = dtype.type(scale)
-    half = dtype.type(0.5)
-    counts = np.zeros((num_inputs, 2), dtype=np.int64)
-    with np.errstate(divide="ignore"):
-        for i in range(num_inputs):
-            x = xs[i].astype(dtype)
-            done = 0
-            while done < num_draws:
-                rows = min(chunk_rows, num_draws - done)
-                u = rng.random((rows, dim), dtype=dtype)
-                centred = u - half
-                noise = -b * np.sign(centred) * np.log(1 - 2 * np.abs(centred))
-                y = x + noise
-                ones = np.count_nonzero(~(y < half), axis=1)
-                guess_one = np.count_nonzero(2 * ones > dim)
-                counts[i, 0] += rows - guess_one
-                counts[i, 1] += guess_one
-                done += rows
-    return counts
+    mechanism: str
+    dim: int
+    dtype: str
+    mcdp_over_reference: float | None  # None: the reference was skipped
+    reference_target: float
+    mcdp_over_best_numpy: float
+    best_numpy_target: float
+    exact_p1_given_d: float | None
+    exact_p1_given_d_prime: float | None
 
 
-def best_of(repeats: int, run: Callable[[], np.ndarray]) -> Timing:
-    """Times ``run`` ``repeats`` times and keeps the fastest run.
-
-    Args:
-      repeats: number of timed runs (at least 1).
-      run: returns host counts, so its end is a synchronisation point.
-
-    Returns:
-      The fastest run's :class:`Timing`.
-    """
-    best: Timing | None = None
-    for _ in range(repeats):
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        counts = run()
-        wall = time.perf_counter() - wall0
-        cpu = time.process_time() - cpu0
-        if best is None or wall < best.seconds:
-            best = Timing(wall, cpu / wall, np.asarray(counts, dtype=np.int64))
-    assert best is not None
-    return best
+def reference_target(dim: int, dtype: str) -> float:
+    """The issue's target for mcdp / reference port (reported, not asserted)."""
+    if dtype == "float64":
+        return 8.0
+    return 10.0 if dim == 1 else 15.0
 
 
 def z_score(counts_a: np.ndarray, counts_b: np.ndarray) -> float:
@@ -201,157 +164,212 @@ def z_score(counts_a: np.ndarray, counts_b: np.ndarray) -> float:
     se = math.sqrt(pooled * (1 - pooled) * (1 / n_a + 1 / n_b))
     if se == 0:
         return 0.0 if p_a == p_b else math.inf
-    return abs(p_a - p_b) / se
+    return float(abs(p_a - p_b) / se)
 
 
-def bench_one(dim: int, dtype: str, draws: int, repeats: int, seed: int) -> Row:
-    """Benchmarks mcdp and NumPy on one ``(d, dtype)`` and checks they agree.
+def _row(
+    case: Case,
+    implementation: str,
+    prng: str,
+    chunk_scalars: int | None,
+    draws: int,
+    timing: Timing,
+    mcdp_counts: np.ndarray | None = None,
+) -> Row:
+    counts = np.asarray(timing.result, dtype=np.int64)
+    scalars = 2 * draws * case.dim
+    z = None
+    if mcdp_counts is not None:
+        z = max(z_score(mcdp_counts[i], counts[i]) for i in range(2))
+    return Row(
+        *case,
+        implementation=implementation,
+        prng=prng,
+        chunk_scalars=chunk_scalars,
+        draws=draws,
+        seconds=timing.seconds,
+        scalars_per_s=scalars / timing.seconds,
+        cpu_utilisation=timing.cpu_utilisation,
+        cpu_ns_per_scalar=1e9 * timing.cpu_utilisation * timing.seconds / scalars,
+        counts=counts.tolist(),
+        p1_given_d=float(counts[0, 1] / draws),
+        p1_given_d_prime=float(counts[1, 1] / draws),
+        z_vs_mcdp=z,
+        sane=z is None or z <= SANITY_SIGMAS,
+    )
+
+
+def bench_case(
+    case: Case,
+    draws: int,
+    reference_draws: int | None,
+    repeats: int,
+    seed: int,
+    threads: int,
+) -> list[Row]:
+    """Benchmarks the three implementations on one :class:`Case`.
 
     Args:
-      dim: the dimension ``d``.
-      dtype: ``"float64"`` or ``"float32"``.
-      draws: draws per input.
+      case: the mechanism (one of :data:`baselines.MECHANISMS`), ``d`` and dtype.
+      draws: draws per dataset of mcdp and best-numpy.
+      reference_draws: draws per dataset of the reference port; ``None`` skips it.
       repeats: timed runs per implementation; the best is kept.
-      seed: seed of both the JAX key and the NumPy generator.
+      seed: seed of the mcdp key and of both NumPy baselines.
+      threads: worker threads of best-numpy.
 
     Returns:
-      The table row.
+      The rows of mcdp, the reference port (unless skipped) and best-numpy.
     """
-    mechanism = get_mechanism(MECHANISM)
+    name, dim, dtype = case
+    mechanism = get_mechanism(name)
     params = mechanism.e2_params(EPSILON, dim)
     xs = np.stack([np.zeros(dim), np.ones(dim)])
-    chunk_blocks = chunk_blocks_for(dim)
-    chunk_rows = chunk_blocks * BLOCK_DRAWS
 
     def run_mcdp(num_draws: int) -> np.ndarray:
         return count_outcomes(
-            jax.random.key(seed),
-            mechanism,
-            MAJORITY_VOTE,
-            xs,
-            params,
-            num_draws,
-            dtype=dtype,
+            key(seed), mechanism, MAJORITY_VOTE, xs, params, num_draws, dtype=dtype
         )
 
     run_mcdp(WARMUP_DRAWS)  # compiles for this (mechanism, d, dtype)
     mcdp = best_of(repeats, lambda: run_mcdp(draws))
-    np_dtype = np.dtype(dtype)
-    baseline = best_of(
+    mcdp_chunk = chunk_blocks_for(dim) * BLOCK_DRAWS * dim
+    rows = [_row(case, "mcdp", PRNG_IMPL, mcdp_chunk, draws, mcdp)]
+    if reference_draws is not None:
+        reference = best_of(
+            repeats,
+            lambda: reference_port(
+                name, EPSILON, dim, reference_draws, dtype=dtype, seed=seed
+            ),
+        )
+        prng = "PCG64 random"
+        rows.append(
+            _row(case, "reference", prng, None, reference_draws, reference, mcdp.result)
+        )
+    best = best_of(
         repeats,
-        lambda: numpy_counts(xs, params.scale, draws, np_dtype, chunk_rows, seed),
-    )
-
-    scalars = 2 * draws * dim
-    z = max(z_score(mcdp.counts[i], baseline.counts[i]) for i in range(2))
-    return Row(
-        dim=dim,
-        dtype=dtype,
-        draws=draws,
-        chunk_blocks=chunk_blocks,
-        chunk_rows=chunk_rows,
-        chunk_scalars=chunk_rows * dim,
-        prng_impl=str(jax.config.jax_default_prng_impl),
-        mcdp_seconds=mcdp.seconds,
-        mcdp_scalars_per_s=scalars / mcdp.seconds,
-        mcdp_cpu_utilisation=mcdp.cpu_utilisation,
-        mcdp_cpu_ns_per_scalar=1e9 * mcdp.cpu_utilisation * mcdp.seconds / scalars,
-        numpy_seconds=baseline.seconds,
-        numpy_scalars_per_s=scalars / baseline.seconds,
-        numpy_cpu_utilisation=baseline.cpu_utilisation,
-        numpy_cpu_ns_per_scalar=(
-            1e9 * baseline.cpu_utilisation * baseline.seconds / scalars
+        lambda: best_numpy(
+            name, EPSILON, dim, draws, dtype=dtype, seed=seed, threads=threads
         ),
-        ratio=baseline.seconds / mcdp.seconds,
-        mcdp_p1_given_d=float(mcdp.counts[0, 1] / draws),
-        numpy_p1_given_d=float(baseline.counts[0, 1] / draws),
-        mcdp_p1_given_d_prime=float(mcdp.counts[1, 1] / draws),
-        numpy_p1_given_d_prime=float(baseline.counts[1, 1] / draws),
-        max_z=float(z),
-        sane=bool(z <= SANITY_SIGMAS),
+    )
+    prng = f"{DEFAULT_BIT_GENERATOR} {DEFAULT_UNIFORMS[dtype]} x{threads}"
+    chunk = max(1, CHUNK_SCALARS // dim) * dim
+    rows.append(_row(case, "best-numpy", prng, chunk, draws, best, mcdp.result))
+    return rows
+
+
+def ratio(rows: Sequence[Row]) -> Ratio:
+    """mcdp over the baselines, from the rows of one :class:`Case`."""
+    by_name = {r.implementation: r for r in rows}
+    mcdp, reference = by_name["mcdp"], by_name.get("reference")
+    mechanism = get_mechanism(mcdp.mechanism)
+    exact = exact_e2(mechanism, mechanism.e2_params(EPSILON, mcdp.dim), mcdp.dim)
+    return Ratio(
+        mechanism=mcdp.mechanism,
+        dim=mcdp.dim,
+        dtype=mcdp.dtype,
+        mcdp_over_reference=(
+            None if reference is None else mcdp.scalars_per_s / reference.scalars_per_s
+        ),
+        reference_target=reference_target(mcdp.dim, mcdp.dtype),
+        mcdp_over_best_numpy=mcdp.scalars_per_s / by_name["best-numpy"].scalars_per_s,
+        best_numpy_target=BEST_NUMPY_TARGET,
+        exact_p1_given_d=None if exact is None else exact.p1,
+        exact_p1_given_d_prime=None if exact is None else exact.q1,
     )
 
 
-def environment() -> dict[str, Any]:
-    """What the figures depend on besides ``d`` and the dtype."""
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        usable = os.cpu_count()
-    load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
-    return {
-        "jax_version": jax.__version__,
-        "jax_backend": jax.default_backend(),
-        "jax_devices": [str(d) for d in jax.devices()],
-        "prng_impl": str(jax.config.jax_default_prng_impl),
-        "numpy_version": np.__version__,
-        "python_version": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "usable_cpus": usable,
-        "load_average_1min": load,
-        "block_draws": BLOCK_DRAWS,
-        "mechanism": MECHANISM,
-        "epsilon": EPSILON,
-    }
-
-
-def format_table(rows: Sequence[Row], env: dict[str, Any]) -> str:
-    """The printed report: an environment header, the table and a legend."""
-    header = (
-        f"mcdp engine vs NumPy: SPEC E2, mechanism={env['mechanism']}, "
-        f"epsilon={env['epsilon']:g}\n"
-        f"jax {env['jax_version']} backend={env['jax_backend']} "
-        f"devices={','.join(env['jax_devices'])} prng={env['prng_impl']} | "
-        f"numpy {env['numpy_version']} | python {env['python_version']} | "
-        f"cpu cores={env['cpu_count']} (usable {env['usable_cpus']}), "
-        f"load avg (1 min, before the runs)={env['load_average_1min']}"
-    )
+def format_tables(rows: Sequence[Row], ratios: Sequence[Ratio], env: dict) -> str:
+    """The printed report: a header, the throughput table, the ratio table."""
     columns = (
-        f"{'d':>4} {'dtype':>7} {'prng':>11} {'draws/input':>12} "
-        f"{'chunk (blocks x rows = scalars)':>32} "
-        f"{'mcdp s':>7} {'mcdp scal/s':>11} {'cpu':>4} {'cpu ns':>6} "
-        f"{'numpy s':>7} {'np scal/s':>10} {'cpu':>4} {'cpu ns':>6} {'ratio':>6} "
-        f"{'P1|D mcdp':>10} {'P1|D np':>10} {'z':>5}"
+        f"{'mechanism':>9} {'d':>4} {'dtype':>7} {'impl':>10} {'prng':>18} "
+        f"{'chunk (scalars)':>17} {'draws/dataset':>13} {'s':>7} {'scal/s':>9} "
+        f"{'cpu':>4} {'cpu ns':>6} {'P1|D':>9} {'P1|D`':>9} {'z':>5}"
     )
-    lines = [header, "", columns, "-" * len(columns)]
-    for r in rows:
-        chunk = f"{r.chunk_blocks} x {BLOCK_DRAWS} = {r.chunk_scalars:,}"
+    lines = [
+        f"SPEC E2 (majority vote), epsilon={EPSILON:g}: mcdp vs the reference port vs "
+        "the best NumPy, the same dtype within each group",
+        environment_line(env),
+        "",
+        columns,
+        "-" * len(columns),
+    ]
+    for i, r in enumerate(rows):
+        if i and (r.mechanism, r.dim, r.dtype) != (
+            rows[i - 1].mechanism,
+            rows[i - 1].dim,
+            rows[i - 1].dtype,
+        ):
+            lines.append("")
+        chunk = "whole (N, d)" if r.chunk_scalars is None else f"{r.chunk_scalars:,}"
+        if r.implementation == "best-numpy":
+            chunk += "/thr"
+        z = "" if r.z_vs_mcdp is None else f"{r.z_vs_mcdp:.2f}"
         lines.append(
-            f"{r.dim:>4} {r.dtype:>7} {r.prng_impl:>11} {r.draws:>12,} {chunk:>32} "
-            f"{r.mcdp_seconds:>7.3f} {r.mcdp_scalars_per_s:>11.3e} "
-            f"{r.mcdp_cpu_utilisation:>4.2f} {r.mcdp_cpu_ns_per_scalar:>6.2f} "
-            f"{r.numpy_seconds:>7.3f} {r.numpy_scalars_per_s:>10.3e} "
-            f"{r.numpy_cpu_utilisation:>4.2f} {r.numpy_cpu_ns_per_scalar:>6.2f} "
-            f"{r.ratio:>5.2f}x "
-            f"{r.mcdp_p1_given_d:>10.6f} {r.numpy_p1_given_d:>10.6f} {r.max_z:>5.2f}"
-            + ("" if r.sane else "  <-- DISAGREE")
+            f"{r.mechanism:>9} {r.dim:>4} {r.dtype:>7} {r.implementation:>10} "
+            f"{r.prng:>18} {chunk:>17} {r.draws:>13,} {r.seconds:>7.3f} "
+            f"{r.scalars_per_s:>9.3e} {r.cpu_utilisation:>4.2f} "
+            f"{r.cpu_ns_per_scalar:>6.2f} {r.p1_given_d:>9.6f} "
+            f"{r.p1_given_d_prime:>9.6f} {z:>5}" + ("" if r.sane else "  <-- DISAGREE")
         )
     lines += [
         "",
-        "scal/s = 2 inputs x draws x d / best-of-repeats seconds; "
-        "ratio = mcdp scal/s / numpy scal/s;",
-        "cpu = process CPU s / wall s (2.00 = both of 2 cores busy); "
-        "cpu ns = process CPU ns per scalar (less sensitive to other load);",
-        "chunk = engine chunk (numpy uses the same rows per chunk); "
-        f"z = max over D, D' of |P1 mcdp - P1 numpy| / SE (warn above "
-        f"{SANITY_SIGMAS:g}).",
+        "scal/s = 2 datasets x draws x d / best-of-repeats seconds; cpu = process CPU "
+        "s / wall s (2.00 = 2 cores busy);",
+        "cpu ns = process CPU ns per scalar (less sensitive to other load); chunk = "
+        "scalars drawn at once (/thr: per thread);",
+        f"z = max over D, D' of |P1 - P1 of mcdp| / SE of the difference (warning "
+        f"above {SANITY_SIGMAS:g}).",
+        "",
+        "mcdp over the baselines, scalar draws per second in the same dtype (targets "
+        "reported, not asserted):",
     ]
+    columns = (
+        f"{'mechanism':>9} {'d':>4} {'dtype':>7} {'mcdp/reference':>15} "
+        f"{'target':>7} {'':>4} {'mcdp/best-numpy':>15} {'target':>7} {'':>4}"
+    )
+    lines += [columns, "-" * len(columns)]
+    for q in ratios:
+        if q.mcdp_over_reference is None:
+            reference, reference_met = "skipped", ""
+        else:
+            reference = f"{q.mcdp_over_reference:.2f}x"
+            reference_met = _met(q.mcdp_over_reference, q.reference_target)
+        lines.append(
+            f"{q.mechanism:>9} {q.dim:>4} {q.dtype:>7} {reference:>15} "
+            f"{'>=' + format(q.reference_target, 'g'):>7} {reference_met:>4} "
+            f"{q.mcdp_over_best_numpy:>14.2f}x "
+            f"{'>=' + format(q.best_numpy_target, 'g'):>7} "
+            f"{_met(q.mcdp_over_best_numpy, q.best_numpy_target):>4}"
+        )
     return "\n".join(lines)
 
 
-def parse_ints(text: str) -> list[int]:
-    """``"1,8,32"`` -> ``[1, 8, 32]``; each must be positive."""
-    values = [int(float(v)) for v in text.split(",") if v.strip()]
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
+def _met(value: float, target: float) -> str:
+    return "met" if value >= target else "NOT"
+
+
+def parse_mechanisms(text: str) -> list[str]:
+    """``"laplace,dptext"`` -> ``["laplace", "dptext"]``, each in MECHANISMS."""
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if not names or any(n not in MECHANISMS for n in names):
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated subset of {','.join(MECHANISMS)}, got {text!r}"
+        )
+    return list(dict.fromkeys(names))
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line; see the module docstring."""
     parser = argparse.ArgumentParser(
-        description="Scalar draws per second of the mcdp engine vs plain NumPy "
-        "(SPEC E2, Laplace, majority vote).",
+        description="Scalar draws per second of the mcdp engine, the reference "
+        "algorithm ported to NumPy, and the best NumPy (SPEC E2, majority vote).",
+    )
+    parser.add_argument(
+        "--mechanisms",
+        type=parse_mechanisms,
+        default=parse_mechanisms(DEFAULT_MECHANISMS),
+        help=f"comma-separated subset of {','.join(MECHANISMS)} "
+        f"(default {DEFAULT_MECHANISMS})",
     )
     parser.add_argument(
         "--dims",
@@ -363,21 +381,32 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--draws",
         type=parse_ints,
         default=None,
-        help="draws per input: one value for every d, or one per d "
-        "(default: scalars // d)",
+        help="draws per dataset of mcdp and best-numpy: one value for every d, or "
+        "one per d (default: scalars // d)",
     )
     parser.add_argument(
         "--scalars",
         type=float,
         default=DEFAULT_SCALARS,
-        help="scalars per input when --draws is not given: draws = scalars // d "
+        help="scalars per dataset when --draws is not given: draws = scalars // d "
         f"(default {DEFAULT_SCALARS:g})",
+    )
+    parser.add_argument(
+        "--reference-scalars",
+        type=float,
+        default=DEFAULT_REFERENCE_SCALARS,
+        help="scalars per dataset of the reference port: draws = this // d "
+        f"(default {DEFAULT_REFERENCE_SCALARS:g}; it holds 40-60 bytes per scalar "
+        "in float64)",
+    )
+    parser.add_argument(
+        "--skip-reference", action="store_true", help="do not run the reference port"
     )
     parser.add_argument(
         "--dtype",
         choices=("float64", "float32", "both"),
         default="both",
-        help="dtype of both implementations (default both)",
+        help="dtype of all implementations (default both)",
     )
     parser.add_argument(
         "--repeats",
@@ -385,20 +414,30 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=3,
         help="timed runs per measurement, the best is reported (default 3)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of both (default 0)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="worker threads of best-numpy (default os.cpu_count())",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of all (default 0)")
     parser.add_argument("--json", metavar="PATH", help="also write the results here")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be at least 1")
     if args.draws is not None and len(args.draws) not in (1, len(args.dims)):
         parser.error("--draws takes one value or one per entry of --dims")
     if args.draws is None and args.scalars < max(args.dims):
         parser.error("--scalars must be at least the largest d")
+    if not args.skip_reference and args.reference_scalars < max(args.dims):
+        parser.error("--reference-scalars must be at least the largest d")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the benchmark, prints the table and optionally writes JSON.
+    """Runs the benchmark, prints the tables and optionally writes JSON.
 
     Returns:
       0; a disagreement between the implementations is a printed warning only.
@@ -411,34 +450,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         draws = args.draws * len(args.dims)
     else:
         draws = args.draws
+    threads = args.threads or os.cpu_count() or 1
 
     env = environment()
     rows: list[Row] = []
-    for dtype in dtypes:
-        for dim, n in zip(args.dims, draws, strict=True):
-            print(f"  running d={dim} dtype={dtype} draws={n:,} ...", file=sys.stderr)
-            rows.append(bench_one(dim, dtype, n, args.repeats, args.seed))
+    ratios: list[Ratio] = []
+    for mechanism in args.mechanisms:
+        for dtype in dtypes:
+            for dim, n in zip(args.dims, draws, strict=True):
+                reference_draws = None
+                if not args.skip_reference:
+                    reference_draws = int(args.reference_scalars) // dim
+                print(
+                    f"  running {mechanism} d={dim} {dtype}: draws={n:,}, reference "
+                    f"draws={reference_draws or 0:,} ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                case = Case(mechanism, dim, dtype)
+                group = bench_case(
+                    case, n, reference_draws, args.repeats, args.seed, threads
+                )
+                rows += group
+                ratios.append(ratio(group))
 
-    print(format_table(rows, env), flush=True)
+    print(format_tables(rows, ratios, env), flush=True)
     for r in rows:
         if not r.sane:
             print(
-                f"WARNING: d={r.dim} {r.dtype}: mcdp and numpy disagree on "
-                f"P[guess 1] by {r.max_z:.1f} standard errors "
-                f"(P1|D {r.mcdp_p1_given_d:.6f} vs {r.numpy_p1_given_d:.6f}, "
-                f"P1|D' {r.mcdp_p1_given_d_prime:.6f} vs "
-                f"{r.numpy_p1_given_d_prime:.6f})",
+                f"WARNING: {r.mechanism} d={r.dim} {r.dtype}: {r.implementation} and "
+                f"mcdp disagree on P[guess 1] by {r.z_vs_mcdp:.1f} standard errors",
                 file=sys.stderr,
             )
     if args.json:
-        payload = {
-            "environment": env,
-            "settings": {"repeats": args.repeats, "seed": args.seed},
-            "results": [asdict(r) for r in rows],
+        settings = {
+            "epsilon": EPSILON,
+            "repeats": args.repeats,
+            "seed": args.seed,
+            "threads": threads,
+            "reference_scalars": (
+                None if args.skip_reference else args.reference_scalars
+            ),
+            "best_numpy_chunk_scalars": CHUNK_SCALARS,
         }
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(payload, f, indent=2)
-            f.write("\n")
+        write_json(
+            args.json,
+            {
+                "benchmark": "engine",
+                "environment": env,
+                "settings": settings,
+                "results": [asdict(r) for r in rows],
+                "ratios": [asdict(q) for q in ratios],
+            },
+        )
     return 0
 
 

@@ -1,0 +1,113 @@
+"""What the benchmarks share: timing, the environment record, parsing, JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from mcdp.sampling import BLOCK_DRAWS, PRNG_IMPL
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The best of several timed runs.
+
+    Attributes:
+      seconds: best wall-clock time.
+      cpu_utilisation: process CPU seconds / wall seconds of that best run (all
+        threads: 2.0 means two cores were busy all the time).
+      result: what that run returned.
+    """
+
+    seconds: float
+    cpu_utilisation: float
+    result: Any
+
+
+def best_of(repeats: int, run: Callable[[], Any]) -> Timing:
+    """Times ``run`` ``repeats`` times and keeps the fastest run.
+
+    Args:
+      repeats: number of timed runs (at least 1).
+      run: the work; it must end with a synchronisation point (host results, or
+        ``block_until_ready``).
+
+    Returns:
+      The fastest run's :class:`Timing`.
+    """
+    best: Timing | None = None
+    for _ in range(repeats):
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        result = run()
+        wall = time.perf_counter() - wall0
+        cpu = time.process_time() - cpu0
+        if best is None or wall < best.seconds:
+            best = Timing(wall, cpu / wall, result)
+    assert best is not None
+    return best
+
+
+def environment() -> dict[str, Any]:
+    """What every figure depends on besides its own settings."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        usable = os.cpu_count()
+    load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    devices = jax.devices()
+    return {
+        "jax_version": jax.__version__,
+        "jax_backend": jax.default_backend(),
+        "jax_device_count": jax.device_count(),
+        "jax_device_kind": devices[0].device_kind,
+        "jax_devices": [str(d) for d in devices],
+        "mcdp_prng_impl": PRNG_IMPL,
+        "block_draws": BLOCK_DRAWS,
+        "numpy_version": np.__version__,
+        "python_version": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "usable_cpus": usable,
+        "load_average_1min": load,
+    }
+
+
+def environment_line(env: dict[str, Any]) -> str:
+    """One header line that applies to every row of a table."""
+    return (
+        f"jax {env['jax_version']} backend={env['jax_backend']} "
+        f"device_count={env['jax_device_count']} device_kind={env['jax_device_kind']} "
+        f"| mcdp prng={env['mcdp_prng_impl']} | numpy {env['numpy_version']} | "
+        f"python {env['python_version']} | cpu cores={env['cpu_count']} (usable "
+        f"{env['usable_cpus']}), load avg (1 min, before the runs)="
+        f"{env['load_average_1min']}"
+    )
+
+
+def parse_ints(text: str) -> list[int]:
+    """``"1,8,1e6"`` -> ``[1, 8, 1000000]``; each must be a positive integer."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers, got {text!r}") from None
+    if not values or any(v < 1 or v != int(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return [int(v) for v in values]
+
+
+def write_json(path: str | os.PathLike, payload: dict[str, Any]) -> None:
+    """Writes ``payload`` as indented JSON, creating the parent folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=2)
+        f.write("\n")
