@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -188,6 +189,63 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _distributed_options(p: argparse.ArgumentParser) -> None:
+    """Options that join a ``jax.distributed`` run (see :mod:`mcdp.distributed`)."""
+    d = p.add_argument_group(
+        "several hosts",
+        "run the same command on every host; the draws are shared out and only "
+        "process 0 prints",
+    )
+    d.add_argument(
+        "--coordinator", metavar="HOST:PORT", help="address of process 0's host"
+    )
+    d.add_argument(
+        "--num-processes",
+        type=_typed(_integer("--num-processes", 1, 1 << 16)),
+        help="how many processes take part",
+    )
+    d.add_argument(
+        "--process-id",
+        type=_typed(_integer("--process-id", 0, (1 << 16) - 1)),
+        help="this process, 0 .. N-1",
+    )
+
+
+def _join_distributed(args) -> None:
+    """Joins the run if ``--coordinator`` was given; other processes stay silent."""
+    given = [
+        getattr(args, name, None) is not None
+        for name in ("coordinator", "num_processes", "process_id")
+    ]
+    if not any(given):
+        return
+    if not all(given):
+        _fail("--coordinator, --num-processes and --process-id go together.")
+    from mcdp import distributed
+
+    try:
+        distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    except ValueError as err:
+        message = str(err)
+        for name, flag in [
+            ("coordinator_address", "--coordinator"),
+            ("num_processes", "--num-processes"),
+            ("process_id", "--process-id"),
+        ]:
+            message = message.replace(f"Expected {name} ", f"Expected {flag} ", 1)
+        _fail(message)
+    # the collectives' native libraries log to file descriptor 1: send that to
+    # stderr and keep the real stdout for mcdp's own output (process 0 only)
+    sys.stdout.flush()
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)
+    if distributed.is_main_process():
+        sys.stdout = os.fdopen(real_stdout, "w")
+    else:
+        os.close(real_stdout)
+        sys.stdout = open(os.devnull, "w")  # for the rest of the process
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcdp",
@@ -247,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --delta: clipping radius C of the pair and calibration (1)",
     )
     _common(a)
+    _distributed_options(a)
     a.add_argument(
         "--json", action="store_true", help="print one JSON object on stdout"
     )
@@ -659,6 +718,7 @@ def _figures(args) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _join_distributed(args)
     handler = {
         "audit": _audit,
         "grid": _grid,

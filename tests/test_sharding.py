@@ -131,3 +131,56 @@ def test_bad_distributed_settings_are_refused(args, match):
 
     with pytest.raises(ValueError, match=match):
         distributed.initialize(*args)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Gloo collectives: Linux only")
+def test_cli_audit_on_two_processes():
+    """``mcdp audit`` with --coordinator: process 0 prints the one-process result,
+    process 1 prints nothing."""
+    import mcdp
+
+    args = ["audit", "--mechanism", "adept", "--epsilon", "1", "--dim", "8"]
+    args += ["--draws", "20000", "--seed", str(SEED), "--json"]
+    address = f"localhost:{_free_port()}"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "mcdp.cli", *args, "--coordinator", address]
+            + ["--num-processes", "2", "--process-id", str(i)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    outputs = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr[-3000:]
+        outputs.append(stdout)
+    expected = mcdp.audit("adept", 1.0, 8, 20000, seed=SEED)
+    assert json.loads(outputs[0])["counts"] == expected.counts
+    assert outputs[1] == ""
+
+
+@pytest.mark.parametrize(
+    "extra,fragments",
+    [
+        (["--coordinator", "localhost:1234"], ["go together"]),
+        (
+            ["--coordinator", "localhost", "--num-processes", "2", "--process-id", "0"],
+            ["--coordinator", "host:port"],
+        ),
+        (
+            ["--coordinator", "h:1", "--num-processes", "2", "--process-id", "2"],
+            ["--process-id", "[0, 1]"],
+        ),
+        (["--num-processes", "0"], ["--num-processes"]),
+    ],
+)
+def test_cli_refuses_bad_distributed_options(capsys, extra, fragments):
+    from conftest import assert_one_line_error
+
+    args = ["audit", "--mechanism", "laplace", "--epsilon", "1", "--dim", "1"]
+    assert_one_line_error(capsys, args + ["--draws", "1000", *extra], *fragments)

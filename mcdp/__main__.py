@@ -1,0 +1,7 @@
+"""``python -m mcdp``: the command line (:mod:`mcdp.cli`)."""
+
+import sys
+
+from mcdp.cli import main
+
+sys.exit(main())
