@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -269,9 +270,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument(
         "--draws",
-        required=True,
         type=_typed(_count("--draws")),
-        help="draws per dataset, e.g. 1e8",
+        default=None,
+        help="draws per dataset, e.g. 1e8; with --target-width: the first round "
+        "(default 131072), rounded up to a multiple of 1024",
+    )
+    a.add_argument(
+        "--target-width",
+        metavar="W",
+        type=_typed(_positive("--target-width")),
+        default=None,
+        help="run in rounds until the loss interval (upper - lower) is at most W "
+        "wide or --max-draws is reached; prints the draws W needs before the run "
+        "and after each round",
+    )
+    a.add_argument(
+        "--max-draws",
+        metavar="N",
+        type=_typed(_count("--max-draws")),
+        default=None,
+        help="with --target-width: the budget, draws per dataset (default 1e10)",
     )
     a.add_argument(
         "--nan-policy",
@@ -461,10 +479,19 @@ def _audit(args) -> int:
     from mcdp.experiments import _progress_bar, audit_iter, validate_audit
 
     if args.delta is not None:
+        if args.target_width is not None or args.max_draws is not None:
+            _fail("--target-width and --max-draws apply to the sanity check, not to "
+                  "--delta audits.")  # fmt: skip
+        _require_draws(args)
         return _audit_delta(args)
     for flag in ("pair", "attack", "clip"):
         if getattr(args, flag) is not None:
             _fail(f"--{flag} applies to (epsilon, delta) audits: add --delta CLAIMED.")
+    if args.target_width is not None:
+        return _audit_to_width(args)
+    if args.max_draws is not None:
+        _fail("--max-draws applies with --target-width W.")
+    _require_draws(args)
 
     try:  # everything is checked before the first draw
         validate_audit(
@@ -496,6 +523,112 @@ def _audit(args) -> int:
             status = EXIT_INTERRUPTED
     print(result.to_json() if args.json else result)
     return status
+
+
+def _require_draws(args) -> None:
+    if args.draws is None:
+        _fail(
+            "mcdp audit: the following arguments are required: --draws "
+            "(or --target-width W)"
+        )
+
+
+def _audit_to_width(args) -> int:
+    """``mcdp audit --target-width W``: rounds, each printed, then the outcome."""
+    from mcdp.experiments import (
+        FIRST_DRAWS,
+        MAX_DRAWS,
+        _progress_bar,
+        audit_to_width_iter,
+        draws_for_target,
+        validate_audit,
+    )
+
+    max_draws = MAX_DRAWS if args.max_draws is None else args.max_draws
+    first = FIRST_DRAWS if args.draws is None else args.draws
+    if first > max_draws:
+        _fail(
+            f"Expected --draws (the first round) <= --max-draws = {max_draws:,}, "
+            f"got {first:,}."
+        )
+    try:  # everything is checked before the first draw
+        validate_audit(
+            args.epsilon, args.dim, first, args.seed, args.confidence, args.dtype
+        )
+        needed = draws_for_target(
+            args.mechanism,
+            args.epsilon,
+            args.dim,
+            args.target_width,
+            confidence=args.confidence,
+            nan_policy=args.nan_policy,
+        )
+        runs = audit_to_width_iter(
+            args.mechanism,
+            args.epsilon,
+            args.dim,
+            args.target_width,
+            max_draws=max_draws,
+            first_draws=first,
+            seed=args.seed,
+            confidence=args.confidence,
+            dtype=args.dtype,
+            nan_policy=args.nan_policy,
+        )
+    except ValueError as err:
+        _fail(str(err))
+    # the plan and the rounds go beside the table, or to stderr beside the JSON
+    # (from process 0 only: the stdout of the others is already silenced)
+    log = sys.stdout
+    if args.json:
+        from mcdp.distributed import is_main_process
+
+        log = sys.stderr if is_main_process() else sys.stdout
+    target = f"a {args.confidence:.0%} loss interval at most {args.target_width:g} wide"
+    print(f"target: {target}, within {max_draws:,} draws per dataset", file=log)
+    print(f"before the run: {_plan(needed, max_draws)}", file=log)
+    try:
+        result = next(runs)
+    except ValueError as err:
+        _fail(str(err))
+    except KeyboardInterrupt:
+        print("mcdp: interrupted before any draws were counted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    status = 0
+    with _progress_bar(True, total=result.round_draws, desc=args.mechanism) as bar:
+
+        def show(step) -> None:  # the bar runs to the end of the round under way
+            bar.total = step.round_draws
+            bar.update(step.audit.draws - bar.n)
+            if step.audit.draws == step.round_draws:
+                bar.write(step.round_line(), file=log)
+
+        show(result)
+        try:
+            for result in runs:
+                show(result)
+        except KeyboardInterrupt:
+            status = EXIT_INTERRUPTED
+    print(result.to_json() if args.json else result)
+    return status
+
+
+def _plan(needed: int | float | None, max_draws: int) -> str:
+    """What the exact probabilities say about the draws a target width needs."""
+    from mcdp.statistics import SEARCH_LIMIT
+
+    if needed is None:
+        return (
+            "no exact probabilities for this mechanism; the rounds predict from "
+            "the counts"
+        )
+    if not math.isfinite(needed):
+        return (
+            f"no number of draws up to {SEARCH_LIMIT:.3g} per dataset reaches it "
+            "from the exact probabilities"
+        )
+    beyond = "; more than --max-draws allows" if needed > max_draws else ""
+    return f"the exact probabilities need about {needed:,} draws per dataset{beyond}"
 
 
 def _audit_delta(args) -> int:

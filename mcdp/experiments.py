@@ -1,4 +1,5 @@
-"""Experiments: one audit (a cell), and the ACL 2022 grid with resumable JSON output.
+"""Experiments: one audit (a cell), one audit to a target width in rounds, and the
+ACL 2022 grid with resumable JSON output.
 
 This module and :mod:`mcdp.cli` are the only places that turn integer seeds into
 keys. A cell's key is ``fold_in(key(seed), cell_id)`` where ``cell_id`` is a stable
@@ -28,9 +29,16 @@ from mcdp._provenance import provenance
 from mcdp.analytic import ExactE2, exact_e2
 from mcdp.estimators import MAJORITY_VOTE
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
-from mcdp.sampling import DTYPES, PRNG_IMPL, iter_counts
+from mcdp.sampling import BLOCK_DRAWS, DTYPES, PRNG_IMPL, iter_counts
 from mcdp.sampling import key as sampling_key
-from mcdp.statistics import loss_estimate
+from mcdp.statistics import (
+    NUM_ROWS,
+    SEARCH_LIMIT,
+    DrawsNeeded,
+    draws_for_width,
+    draws_needed,
+    loss_estimate,
+)
 
 EXPERIMENT = "acl2022"
 ACL2022_MECHANISMS = ("laplace", "adept", "dptext", "none", "random")
@@ -38,6 +46,8 @@ ACL2022_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 ACL2022_DIMS = (1, 2, 8, 32, 64, 128)
 META_KEY = "_meta"
 PRIME_LABEL = "D' = 1^d"
+FIRST_DRAWS = 1 << 17  # the first round of audit_to_width, per dataset
+MAX_DRAWS = 10**10  # the budget of audit_to_width, per dataset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +150,31 @@ def _resolve(
     return mech, nan_policy
 
 
+def _cell(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    nan_policy: str | None,
+    params: Any,
+) -> tuple[Mechanism, str | None, Any]:
+    """The mechanism, NaN policy and parameters of a cell (default: E2's)."""
+    mech, nan_policy = _resolve(mechanism, nan_policy)
+    if params is None:
+        options = {"nan_policy": nan_policy} if mech.nan_policies else {}
+        params = mech.e2_params(epsilon, dim, **options)
+    return mech, nan_policy, params
+
+
+def _cell_inputs(
+    mech: Mechanism, epsilon: float, dim: int, seed: int, nan_policy: str | None
+) -> tuple[jax.Array, np.ndarray]:
+    """The cell's key, ``fold_in(key(seed), cell_id)``, and its inputs, 0^d and 1^d."""
+    key = jax.random.fold_in(
+        sampling_key(seed), cell_id(mech.name, epsilon, dim, nan_policy)
+    )
+    return key, np.stack([np.zeros(dim), np.ones(dim)])
+
+
 def validate_audit(
     epsilon, dim, draws, seed, confidence, dtype
 ) -> tuple[float, int, int, int, float, str]:
@@ -171,15 +206,9 @@ def audit_iter(
     epsilon, dim, draws, seed, confidence, dtype = validate_audit(
         epsilon, dim, draws, seed, confidence, dtype
     )
-    mech, nan_policy = _resolve(mechanism, nan_policy)
-    if params is None:
-        options = {"nan_policy": nan_policy} if mech.nan_policies else {}
-        params = mech.e2_params(epsilon, dim, **options)
+    mech, nan_policy, params = _cell(mechanism, epsilon, dim, nan_policy, params)
     exact = exact_e2(mech, params, dim)
-    key = jax.random.fold_in(
-        sampling_key(seed), cell_id(mech.name, epsilon, dim, nan_policy)
-    )
-    xs = np.stack([np.zeros(dim), np.ones(dim)])
+    key, xs = _cell_inputs(mech, epsilon, dim, seed, nan_policy)
     start = time.perf_counter()
     for progress in iter_counts(
         key, mech, MAJORITY_VOTE, xs, params, draws, dtype=dtype
@@ -307,6 +336,334 @@ def _result(
         violated=None if claimed is None else bool(estimate.lower > claimed),
         interrupted=interrupted,
         **provenance(dtype),
+    )
+
+
+# --- audits to a target width ------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetWidthResult:
+    """An audit run in rounds until its loss interval is at most ``target_width`` wide.
+
+    ``audit`` holds the counts and the estimate: the same :class:`AuditResult` as
+    ``audit(..., draws=audit.draws)`` with the same seed (``seconds`` and
+    ``interrupted`` aside). The other fields say how the target stands:
+
+    * ``width``: ``loss_upper - loss_lower`` of these counts; ``target_met`` is
+      ``width <= target_width``.
+    * ``rounds``: the draws per dataset at the end of every finished round;
+      ``round_draws`` the end of the round under way (of the last one when done).
+    * ``draws_needed``: the draws per dataset, counted from the start, that these
+      counts predict for the target (:func:`mcdp.statistics.draws_needed`), ``inf``
+      where none up to :data:`mcdp.statistics.SEARCH_LIMIT` would do. When a cell is
+      still 0, ``draws_needed_is_lower_bound`` is true: the prediction assumes the
+      largest probability of that cell that the counts allow, and rarer cells need
+      more draws.
+    * ``draws_needed_exact``: the same prediction from the exact probabilities,
+      known before the run (``None`` where the mechanism has no closed form).
+    * ``outcome``: all of this in one line.
+    """
+
+    audit: AuditResult
+    target_width: float
+    max_draws: int
+    round_draws: int
+    width: float
+    target_met: bool
+    rounds: list[int]
+    draws_needed: int | float
+    draws_needed_is_lower_bound: bool
+    draws_needed_exact: int | float | None
+    outcome: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The audit's fields, then this record's own (``audit`` is not a key)."""
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del own["audit"]
+        return self.audit.to_dict() | own
+
+    def to_json(self) -> str:
+        """One JSON object; infinities are written as ``Infinity``."""
+        return json.dumps(self.to_dict(), allow_nan=True)
+
+    def round_line(self) -> str:
+        """One line on the counts: round, draws, loss interval and width."""
+        a = self.audit
+        return (
+            f"round {len(self.rounds)}: {a.draws:>15,} draws per dataset, loss "
+            f"{_fmt(a.loss)} [{_fmt(a.loss_lower)}, {_fmt(a.loss_upper)}], "
+            f"width {_fmt(self.width)}"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.audit}\n{self.outcome}"
+
+
+def draws_for_target(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    target_width: float,
+    *,
+    confidence: float = 0.95,
+    nan_policy: str | None = None,
+    params: Any = None,
+) -> int | float | None:
+    """The draws per dataset that the sanity check needs for a loss interval at most
+    ``target_width`` wide, computed before any draw from the exact probabilities.
+
+    Args:
+      mechanism: a registered name or a :class:`Mechanism`.
+      epsilon: the privacy budget, finite and > 0.
+      dim: d.
+      target_width: the wanted width of the loss interval, > 0.
+      confidence: joint confidence of the interval.
+      nan_policy: DPText only.
+      params: the mechanism's parameters; default: its E2 convention.
+
+    Returns:
+      A multiple of :data:`mcdp.sampling.BLOCK_DRAWS` (the width that counts at
+      their expectations would give, :func:`mcdp.statistics.draws_for_width`);
+      ``inf`` where no number of draws up to
+      :data:`mcdp.statistics.SEARCH_LIMIT` reaches the target (every number, where
+      the exact loss is infinite); ``None`` where the mechanism has no closed form.
+
+    Raises:
+      ValueError: an argument is out of range; the message names it.
+    """
+    target_width = _validate.positive("target_width", target_width)
+    epsilon = _validate.positive("epsilon", epsilon)
+    dim = _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM)
+    confidence = _validate.open_unit("confidence", confidence)
+    mech, _, params = _cell(mechanism, epsilon, dim, nan_policy, params)
+    exact = exact_e2(mech, params, dim)
+    if exact is None:
+        return None
+    return draws_for_width(
+        exact.p1, exact.q1, target_width, confidence, step=BLOCK_DRAWS
+    )
+
+
+def audit_to_width_iter(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    target_width: float,
+    *,
+    max_draws: int = MAX_DRAWS,
+    first_draws: int = FIRST_DRAWS,
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    nan_policy: str | None = None,
+    params: Any = None,
+) -> Iterator[TargetWidthResult]:
+    """Like :func:`audit_to_width`, but yields a result after every compiled call.
+
+    Every item but the last has ``audit.interrupted`` set (the run goes on); an item
+    that ends a round has ``audit.draws == round_draws``.
+    """
+    target_width = _validate.positive("target_width", target_width)
+    max_draws = _validate.integer(
+        "max_draws", max_draws, low=1, high=_validate.MAX_DRAWS
+    )
+    first_draws = _validate.integer("first_draws", first_draws, low=1, high=max_draws)
+    epsilon, dim, _, seed, confidence, dtype = validate_audit(
+        epsilon, dim, first_draws, seed, confidence, dtype
+    )
+    mech, nan_policy, params = _cell(mechanism, epsilon, dim, nan_policy, params)
+    exact = exact_e2(mech, params, dim)
+    key, xs = _cell_inputs(mech, epsilon, dim, seed, nan_policy)
+    exact_needed = None
+    if exact is not None:
+        exact_needed = draws_for_width(
+            exact.p1, exact.q1, target_width, confidence, step=BLOCK_DRAWS
+        )
+    start = time.perf_counter()
+    rounds: list[int] = []
+    last = None  # the counts at the end of the last round
+    goal = min(max_draws, _whole_blocks(first_draws))
+    while True:
+        for progress in iter_counts(
+            key, mech, MAJORITY_VOTE, xs, params, goal, dtype=dtype, resume=last
+        ):
+            result = _result(
+                mech,
+                epsilon,
+                dim,
+                progress.draws,
+                seed,
+                progress.counts,
+                confidence,
+                exact,
+                time.perf_counter() - start,
+                dtype,
+                nan_policy,
+                interrupted=True,
+            )
+            width = _width(result)
+            needed = draws_needed(
+                result.counts, target_width, confidence, step=BLOCK_DRAWS
+            )
+            done = progress.draws == goal
+            if done:
+                rounds.append(goal)
+                last = progress
+            final = done and (width <= target_width or goal >= max_draws)
+            if final:
+                result = dataclasses.replace(result, interrupted=False)
+            yield TargetWidthResult(
+                audit=result,
+                target_width=target_width,
+                max_draws=max_draws,
+                round_draws=goal,
+                width=width,
+                target_met=width <= target_width,
+                rounds=list(rounds),
+                draws_needed=needed.draws,
+                draws_needed_is_lower_bound=needed.lower_bound,
+                draws_needed_exact=exact_needed,
+                outcome=_outcome(
+                    result, width, target_width, max_draws, rounds, needed, final
+                ),
+            )
+        if final:
+            return
+        # at least double (few rounds whatever the predictions), at most the budget
+        goal = min(max_draws, max(2 * goal, needed.draws))
+
+
+def audit_to_width(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    target_width: float,
+    *,
+    max_draws: int = MAX_DRAWS,
+    first_draws: int = FIRST_DRAWS,
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    nan_policy: str | None = None,
+    params: Any = None,
+    progress: bool = False,
+) -> TargetWidthResult:
+    """Runs the sanity check (SPEC E2) in rounds until the loss interval is at most
+    ``target_width`` wide or ``max_draws`` draws per dataset are done.
+
+    Each round goes on from the counts of the one before (nothing is drawn twice)
+    and ends on a whole number of :data:`mcdp.sampling.BLOCK_DRAWS` blocks, except
+    a last round cut at ``max_draws``; the counts after ``n`` draws are those of
+    ``audit(..., draws=n)`` with the same seed. The first round has ``first_draws``
+    (rounded up to whole blocks); after a round whose interval is too wide, the
+    next one ends where the counts predict the target is met
+    (:func:`mcdp.statistics.draws_needed`), at least at twice the draws so far and
+    at most at ``max_draws``. The target is checked only at the end of a round, so
+    where a run stops depends on the counts alone, not on devices or call sizes.
+
+    Args:
+      mechanism: a registered name (see ``mcdp.MECHANISMS``) or a :class:`Mechanism`.
+      epsilon: the privacy budget, finite and > 0.
+      dim: d, the dimension of ``D = 0^d`` and ``D' = 1^d``.
+      target_width: the wanted width of the loss interval, ``loss_upper -
+        loss_lower``, > 0.
+      max_draws: the budget, draws per dataset (default 1e10).
+      first_draws: draws per dataset of the first round (default 2**17),
+        at most ``max_draws``.
+      seed: the integer seed.
+      confidence: joint confidence of the loss interval.
+      dtype: ``"float64"`` (default) or ``"float32"``.
+      nan_policy: DPText only: ``"zero"`` (default), ``"resample"`` or ``"nan"``.
+      params: the mechanism's parameters; default: its E2 convention.
+      progress: show a progress bar of each round on a terminal.
+
+    Returns:
+      A :class:`TargetWidthResult`: ``target_met`` false means the budget ran out
+      first, and ``draws_needed`` says how many draws the target would take.
+
+    Raises:
+      ValueError: an argument is out of range; the message names it.
+    """
+    runs = audit_to_width_iter(
+        mechanism,
+        epsilon,
+        dim,
+        target_width,
+        max_draws=max_draws,
+        first_draws=first_draws,
+        seed=seed,
+        confidence=confidence,
+        dtype=dtype,
+        nan_policy=nan_policy,
+        params=params,
+    )
+    with _progress_bar(progress, total=0, desc=str(mechanism)) as bar:
+        result = None
+        for result in runs:
+            bar.total = result.round_draws
+            bar.update(result.audit.draws - bar.n)
+    assert result is not None
+    return result
+
+
+def _whole_blocks(draws: int) -> int:
+    return -(-draws // BLOCK_DRAWS) * BLOCK_DRAWS
+
+
+def _width(result: AuditResult) -> float:
+    if math.isinf(result.loss_upper):
+        return math.inf
+    return result.loss_upper - result.loss_lower
+
+
+def _outcome(
+    result: AuditResult,
+    width: float,
+    target_width: float,
+    max_draws: int,
+    rounds: list[int],
+    needed: DrawsNeeded,
+    final: bool,
+) -> str:
+    """The one line that says how the target stands."""
+    draws = result.draws
+    met = width <= target_width
+    compare = f"width {_fmt(width)} {'<=' if met else '>'} {target_width:g}"
+    if final and met:
+        plural = "s" if len(rounds) > 1 else ""
+        return (
+            f"target met: {compare} after {len(rounds)} round{plural}, "
+            f"{draws:,} draws per dataset"
+        )
+    if final:
+        head = (
+            f"target not met: {compare} at the budget of {max_draws:,} draws per "
+            "dataset"
+        )
+    else:
+        head = f"interrupted in round {len(rounds) + 1}: {compare} at {draws:,} draws"
+        if met:
+            return head
+    if not math.isfinite(needed.draws):
+        return (
+            f"{head}; no number of draws up to {SEARCH_LIMIT:.3g} per dataset is "
+            "predicted to reach it"
+        )
+    if not needed.lower_bound:
+        return f"{head}; about {needed.draws:,} draws per dataset would be needed"
+    (d0, d1), (e0, e1) = result.counts
+    empty = []
+    rows = (("D", d0, d1, needed.p), ("D'", e0, e1, needed.p_prime))
+    for label, zeros, ones, p in rows:
+        if ones == 0:
+            empty.append(f"guess 1 under {label} (probability below {p:.2g})")
+        elif zeros == 0:
+            empty.append(f"guess 0 under {label} (probability below {1 - p:.2g})")
+    row_confidence = 1 - (1 - result.confidence) / NUM_ROWS
+    return (
+        f"{head}; never seen: {' and '.join(empty)} at {row_confidence:.1%}, so at "
+        f"least about {needed.draws:,} draws per dataset would be needed"
     )
 
 

@@ -12,6 +12,12 @@ proportion gets an exact Clopper–Pearson interval at confidence
 :math:`(p, p')` with probability at least :math:`1 - \alpha`, and the loss interval
 is the range of :math:`L` over that rectangle: the maximum sits at a corner; the
 minimum is 0 if the intervals overlap and otherwise sits at the two nearest ends.
+
+The same machinery predicts, before or during a run, how many draws give an interval
+of a wanted width: :func:`expected_width` is the width that ``n`` draws would give if
+the counts came out at their expectations ``n p`` and ``n p'`` (the Clopper–Pearson
+ends are beta quantiles, defined for real counts too), and :func:`draws_for_width`
+searches the smallest such ``n``.
 """
 
 from __future__ import annotations
@@ -20,9 +26,12 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 NUM_ROWS = 2  # Bonferroni factor: one interval per dataset
+# The largest number of draws per dataset that the predictors consider: 1024 times
+# the engine's limit, and below 1/eps of float64, where 1 - p loses all precision.
+SEARCH_LIMIT = 1 << 50
 
 
 class Estimate(NamedTuple):
@@ -34,12 +43,34 @@ class Estimate(NamedTuple):
 
 
 def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
-    """Exact two-sided interval for a binomial proportion; ``k == 0`` gives lower 0
-    and ``k == n`` upper 1 (handled by scipy's ``binomtest``)."""
+    r"""Exact two-sided interval for a binomial proportion.
+
+    The ends are the beta quantiles :math:`B^{-1}(\alpha/2;\ k,\ n - k + 1)` and
+    :math:`B^{-1}(1 - \alpha/2;\ k + 1,\ n - k)`, with ``k == 0`` giving lower 0 and
+    ``k == n`` upper 1. They are computed directly (scipy's ``betaincinv``), which
+    keeps their relative precision for proportions far below 1e-9, where a root
+    search with an absolute tolerance (scipy's ``binomtest``) does not.
+
+    Args:
+      k: successes, ``0 <= k <= n``.
+      n: trials, ``n >= 1``.
+      confidence: the interval's confidence, in (0, 1).
+
+    Returns:
+      ``(lower, upper)``.
+    """
     if not 0 <= k <= n or n < 1:
         raise ValueError(f"Expected 0 <= k <= n and n >= 1, got k={k}, n={n}.")
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence, method="exact")
-    return float(ci.low), float(ci.high)
+    return _beta_interval(float(k), float(n), confidence)
+
+
+def _beta_interval(k: float, n: float, confidence: float) -> tuple[float, float]:
+    """The Clopper–Pearson ends for a real count ``0 <= k <= n`` (an expected count
+    ``n p`` in the predictors)."""
+    alpha = 1 - confidence
+    lower = 0.0 if k <= 0 else float(special.betaincinv(k, n - k + 1, alpha / 2))
+    upper = 1.0 if k >= n else float(special.betaincinv(k + 1, n - k, 1 - alpha / 2))
+    return lower, upper
 
 
 def _log_gap(a: float, b: float) -> float:
@@ -109,3 +140,140 @@ def loss_range(p_box: tuple[float, float], q_box: tuple[float, float]):
 def binomial_se(p: float, n: int) -> float:
     """Standard error of a proportion estimated from ``n`` draws."""
     return float(np.sqrt(p * (1 - p) / n))
+
+
+# --- how many draws a target width needs --------------------------------------
+
+
+def expected_width(p: float, p_prime: float, n: int, confidence: float = 0.95) -> float:
+    r"""Width of the loss interval that ``n`` draws per dataset give when the counts of
+    guess 1 are their expectations ``n p`` and ``n p'``.
+
+    For integer ``n p`` and ``n p'`` this is exactly ``upper - lower`` of
+    :func:`loss_estimate` on those counts.
+
+    Args:
+      p: :math:`P[g = 1 \mid D]`, in [0, 1].
+      p_prime: :math:`P[g = 1 \mid D']`, in [0, 1].
+      n: draws per dataset, ``n >= 1``.
+      confidence: joint confidence of the interval.
+
+    Returns:
+      ``upper - lower``; ``inf`` where the upper end is infinite (a probability of
+      exactly 0 or 1 in a row whose other row differs).
+    """
+    row_conf = 1 - (1 - confidence) / NUM_ROWS
+    lower, upper = loss_range(
+        _beta_interval(n * p, n, row_conf), _beta_interval(n * p_prime, n, row_conf)
+    )
+    return math.inf if math.isinf(upper) else upper - lower
+
+
+def draws_for_width(
+    p: float,
+    p_prime: float,
+    target_width: float,
+    confidence: float = 0.95,
+    *,
+    step: int = 1,
+    limit: int = SEARCH_LIMIT,
+) -> int | float:
+    r"""The fewest draws per dataset, a multiple of ``step``, whose
+    :func:`expected_width` is at most ``target_width``.
+
+    The search doubles ``n`` until the width is small enough, then bisects; the
+    width shrinks as ``n`` grows, so the answer is the smallest such multiple of
+    ``step`` up to the search's rounding of the width.
+
+    Args:
+      p: :math:`P[g = 1 \mid D]`, in [0, 1] (exact, or estimated from counts).
+      p_prime: :math:`P[g = 1 \mid D']`, in [0, 1].
+      target_width: the wanted width of the loss interval, > 0.
+      confidence: joint confidence of the interval.
+      step: ``n`` is a multiple of ``step`` (mcdp's runs use whole blocks of
+        :data:`mcdp.sampling.BLOCK_DRAWS`).
+      limit: the largest ``n`` considered.
+
+    Returns:
+      The number of draws per dataset, or ``inf`` if no ``n <= limit`` reaches the
+      target (always the case where the loss is infinite: its upper end stays
+      infinite for every ``n``).
+    """
+    for name, value in (("p", p), ("p_prime", p_prime)):
+        if not 0 <= value <= 1:
+            raise ValueError(f"Expected {name} in [0, 1], got {value!r}.")
+    if not target_width > 0:
+        raise ValueError(f"Expected target_width > 0, got {target_width!r}.")
+    top = limit // step  # the largest multiple considered
+
+    def reaches(m: int) -> bool:
+        return expected_width(p, p_prime, m * step, confidence) <= target_width
+
+    low, high = 0, 1  # reaches(low) is false (or low == 0), reaches(high) is tested
+    while not reaches(high):
+        if high >= top:
+            return math.inf
+        low, high = high, min(2 * high, top)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if reaches(mid) else (mid, high)
+    return high * step
+
+
+class DrawsNeeded(NamedTuple):
+    """What :func:`draws_needed` predicts from counts."""
+
+    draws: int | float  # draws per dataset for the target width; inf if none found
+    p: float  # the P[g = 1 | D] used
+    p_prime: float  # the P[g = 1 | D'] used
+    lower_bound: bool  # a zero cell was replaced by its bound: draws is a lower bound
+
+
+def draws_needed(
+    counts,
+    target_width: float,
+    confidence: float = 0.95,
+    *,
+    step: int = 1,
+    limit: int = SEARCH_LIMIT,
+) -> DrawsNeeded:
+    r"""Predicts the draws per dataset that give a loss interval at most
+    ``target_width`` wide, from the counts so far.
+
+    Each row's proportion of guess 1 stands for its probability. Where a row has a
+    zero cell (never guess 1, or never guess 0), its proportion 0 or 1 would make the
+    width infinite for every ``n``; it is replaced by the nearer end of the row's
+    Clopper–Pearson interval (at :math:`1 - \alpha/2`, as in :func:`loss_estimate`).
+    The true probability of the empty cell is below that end at that confidence, and
+    rarer cells need more draws, so the prediction is then a lower bound.
+
+    Args:
+      counts: ``[[F[D,0], F[D,1]], [F[D',0], F[D',1]]]``, each row with at least one
+        draw.
+      target_width: the wanted width of the loss interval, > 0.
+      confidence: joint confidence of the interval.
+      step: the prediction is a multiple of ``step``.
+      limit: the largest number of draws considered.
+
+    Returns:
+      A :class:`DrawsNeeded`; ``draws`` counts from the start (not on top of the
+      draws already done).
+    """
+    row_conf = 1 - (1 - confidence) / NUM_ROWS
+    probabilities = []
+    lower_bound = False
+    for zeros, ones in ((int(a), int(b)) for a, b in counts):
+        n = zeros + ones
+        p_lo, p_hi = clopper_pearson(ones, n, row_conf)
+        if ones == 0:
+            probabilities.append(p_hi)
+        elif zeros == 0:
+            probabilities.append(p_lo)
+        else:
+            probabilities.append(ones / n)
+        lower_bound |= ones == 0 or zeros == 0
+    p, p_prime = probabilities
+    draws = draws_for_width(
+        p, p_prime, target_width, confidence, step=step, limit=limit
+    )
+    return DrawsNeeded(draws, p, p_prime, lower_bound)

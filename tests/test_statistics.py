@@ -24,6 +24,17 @@ def test_clopper_pearson_edges_closed_form(n):
     assert lo == pytest.approx((alpha / 2) ** (1 / n), rel=1e-9)
 
 
+def test_clopper_pearson_keeps_relative_precision_for_rare_events():
+    """At 2**40 draws the ends are ~1e-12: closed form for k = 0, and for k = 5 the
+    gamma limit of the beta quantiles (Poisson-Gamma duality)."""
+    n, alpha = 1 << 40, 0.05
+    _, hi = clopper_pearson(0, n, 1 - alpha)
+    assert hi == pytest.approx(-math.expm1(math.log(alpha / 2) / n), rel=1e-9)
+    lo, hi = clopper_pearson(5, n, 1 - alpha)
+    assert lo == pytest.approx(stats.gamma.ppf(alpha / 2, 5) / n, rel=1e-6)
+    assert hi == pytest.approx(stats.gamma.ppf(1 - alpha / 2, 6) / n, rel=1e-6)
+
+
 @pytest.mark.parametrize("k,n", [(1, 10), (5, 10), (37, 1000), (123456, 10**7)])
 def test_clopper_pearson_beta_quantiles(k, n):
     lo, hi = clopper_pearson(k, n, 0.9)
