@@ -47,13 +47,12 @@ def key(seed: int) -> PRNGKey:
 
     Every seed of mcdp means this stream, on every backend. ``threefry4x32`` is the
     counter-based Threefry of JAX's default (``threefry2x32``) with four 32-bit words
-    per call instead of two: built from integer adds, rotations and xors only, so it
-    is bit-identical on CPU, GPU and TPU, and it shards like the default. On a 2-core
-    AVX-512 CPU it draws float32 Laplace noise about 1.7 times as fast as the default
-    (``benchmarks/bench_prng.py``). JAX's ``philox2x32`` was faster still on its own
-    but failed to compile under ``vmap`` in jax 0.10.2, and ``rbg`` is several times
-    slower on CPU and differs between backends. Any key may be passed to the engine;
-    only the seeds that mcdp turns into keys are bound to this choice.
+    per call instead of two: integer adds, rotations and xors only, so its bits do
+    not depend on the backend, and it shards like the default. On a 2-core
+    AVX-512 CPU it was the fastest of JAX's implementations for Laplace noise
+    (``benchmarks/bench_prng.py``: 1.2x the default in float32, 1.5x in float64);
+    ``rbg`` was 5x slower there and differs between backends. Any key may be passed
+    to the engine; only the seeds that mcdp turns into keys are bound to this choice.
     """
     return jax.random.key(seed, impl=PRNG_IMPL)
 
