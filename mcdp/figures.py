@@ -23,6 +23,7 @@ from mcdp import _validate
 from mcdp.experiments import GridSpec, _write_atomic, run_grid
 from mcdp.mechanisms._base import standard_laplace
 from mcdp.mechanisms.dptext import dptext_params, dptext_sample
+from mcdp.sampling import PRNG_IMPL
 from mcdp.sampling import key as sampling_key
 
 FIGURES = (
@@ -128,7 +129,9 @@ def _save(fig, out_dir: Path, name: str, data: Any) -> list[Path]:
 
 
 def _acl2022_grid(s: FigureSettings, progress: bool, log) -> dict[str, Any]:
-    cache = s.cache_dir / f"acl2022-{s.dtype}-draws{s.draws}-seed{s.seed}.json"
+    cache = (
+        s.cache_dir / f"acl2022-{s.dtype}-draws{s.draws}-seed{s.seed}-{PRNG_IMPL}.json"
+    )
     spec = GridSpec(draws=s.draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype)
     log(f"acl2022 grid: {s.draws:,} draws per dataset -> {cache}")
     return run_grid(spec, cache, progress=progress)
@@ -193,7 +196,10 @@ def _emnlp2021_records(s: FigureSettings, progress: bool, log) -> list[dict[str,
     """Every EMNLP 2021 series for n = 1..256, cached per series."""
     from mcdp.violations import count_violations
 
-    cache = s.cache_dir / f"emnlp2021-{s.dtype}-pairs{s.pairs}-seed{s.seed}.json"
+    cache = (
+        s.cache_dir
+        / f"emnlp2021-{s.dtype}-pairs{s.pairs}-seed{s.seed}-{PRNG_IMPL}.json"
+    )
     done = load_json(cache) if cache.exists() else {}
     for dist, clip, scale in EMNLP_SERIES:
         name = f"{dist}-{clip}-{scale!r}"
@@ -219,7 +225,10 @@ def _emnlp2021_records(s: FigureSettings, progress: bool, log) -> list[dict[str,
 def _e4_grid(s: FigureSettings, log) -> dict[str, Any]:
     from mcdp.trlaplace_audit import E4Spec, run_e4
 
-    cache = s.cache_dir / f"trlaplace-{s.dtype}-draws{s.e4_draws}-seed{s.seed}.json"
+    cache = (
+        s.cache_dir
+        / f"trlaplace-{s.dtype}-draws{s.e4_draws}-seed{s.seed}-{PRNG_IMPL}.json"
+    )
     log(f"trlaplace audit: {s.e4_draws:,} draws per input -> {cache}")
     spec = E4Spec(draws=s.e4_draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype)
     return run_e4(spec, cache)
