@@ -507,6 +507,19 @@ def _audit(args) -> int:
             dtype=args.dtype,
             nan_policy=args.nan_policy,
         )
+    except ValueError as err:
+        _fail(str(err))
+    with _progress_bar(True, total=args.draws, desc=args.mechanism) as bar:
+        return _follow(runs, lambda r: bar.update(r.draws - bar.n), args.json)
+
+
+def _follow(runs, show, as_json: bool) -> int:
+    """Show each partial result of ``runs``, then print the last one.
+
+    Bad input found at the first step exits with its message; an interrupt
+    keeps (and prints) the last result counted, with exit status 130.
+    """
+    try:
         result = next(runs)
     except ValueError as err:
         _fail(str(err))
@@ -514,14 +527,13 @@ def _audit(args) -> int:
         print("mcdp: interrupted before any draws were counted", file=sys.stderr)
         return EXIT_INTERRUPTED
     status = 0
-    with _progress_bar(True, total=args.draws, desc=args.mechanism) as bar:
-        bar.update(result.draws)
-        try:
-            for result in runs:
-                bar.update(result.draws - bar.n)
-        except KeyboardInterrupt:
-            status = EXIT_INTERRUPTED
-    print(result.to_json() if args.json else result)
+    show(result)
+    try:
+        for result in runs:
+            show(result)
+    except KeyboardInterrupt:
+        status = EXIT_INTERRUPTED
+    print(result.to_json() if as_json else result)
     return status
 
 
@@ -587,15 +599,7 @@ def _audit_to_width(args) -> int:
     target = f"a {args.confidence:.0%} loss interval at most {args.target_width:g} wide"
     print(f"target: {target}, within {max_draws:,} draws per dataset", file=log)
     print(f"before the run: {_plan(needed, max_draws)}", file=log)
-    try:
-        result = next(runs)
-    except ValueError as err:
-        _fail(str(err))
-    except KeyboardInterrupt:
-        print("mcdp: interrupted before any draws were counted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    status = 0
-    with _progress_bar(True, total=result.round_draws, desc=args.mechanism) as bar:
+    with _progress_bar(True, total=None, desc=args.mechanism) as bar:
 
         def show(step) -> None:  # the bar runs to the end of the round under way
             bar.total = step.round_draws
@@ -603,14 +607,7 @@ def _audit_to_width(args) -> int:
             if step.audit.draws == step.round_draws:
                 bar.write(step.round_line(), file=log)
 
-        show(result)
-        try:
-            for result in runs:
-                show(result)
-        except KeyboardInterrupt:
-            status = EXIT_INTERRUPTED
-    print(result.to_json() if args.json else result)
-    return status
+        return _follow(runs, show, args.json)
 
 
 def _plan(needed: int | float | None, max_draws: int) -> str:
