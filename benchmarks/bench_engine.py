@@ -15,8 +15,10 @@ and the same dtype:
 
 * **mcdp**: :func:`mcdp.sampling.count_outcomes` with the key
   :func:`mcdp.sampling.key`, one compiled loop that draws, attacks and counts chunk
-  by chunk. It is warmed up once with a few draws so that compilation is not timed;
-  it returns host counts, so the timing includes the device-to-host transfer.
+  by chunk; one row per PRNG stream (``--prng``, default both: ``threefry4x32``, the
+  default of every seed, and the opt-in ``splitmix64`` of :mod:`mcdp.prng`). It is
+  warmed up once with a few draws so that compilation is not timed; it returns host
+  counts, so the timing includes the device-to-host transfer.
 * **reference**: :func:`baselines.reference_port`, the reference code of the paper
   ported to a NumPy ``Generator``: the whole ``(N, d)`` arrays of a dataset at once,
   no chunking. It is slow and needs ~40-60 bytes of memory per scalar, so it gets
@@ -32,8 +34,8 @@ the dtype; the header gives the JAX backend, device count and device kind. The
 table also gives the CPU utilisation (process CPU seconds / wall seconds: 2.0 means
 both cores of a 2-core machine were busy) and the CPU nanoseconds per scalar (the
 cost per core, which other processes on the machine disturb less). A second table
-gives the ratios mcdp / reference and mcdp / best-numpy (scalar draws per second,
-same dtype) beside the targets of the "Performance and scale" issue: mcdp /
+gives the ratios mcdp / reference and mcdp / best-numpy per stream (scalar draws per
+second, same dtype) beside the targets of the "Performance and scale" issue: mcdp /
 reference >= 8 in float64, >= 10 in float32 at d = 1 and >= 15 in float32 at other
 d; mcdp / best-numpy >= 1. The targets are reported, not asserted.
 
@@ -83,7 +85,13 @@ from baselines import (
 from mcdp.analytic import exact_e2
 from mcdp.estimators import MAJORITY_VOTE
 from mcdp.mechanisms import get_mechanism
-from mcdp.sampling import BLOCK_DRAWS, PRNG_IMPL, chunk_blocks_for, count_outcomes, key
+from mcdp.sampling import (
+    BLOCK_DRAWS,
+    PRNG_IMPLS,
+    chunk_blocks_for,
+    count_outcomes,
+    key,
+)
 
 EPSILON = 1.0
 DEFAULT_MECHANISMS = "laplace"
@@ -138,6 +146,7 @@ class Ratio:
     best_numpy_target: float
     exact_p1_given_d: float | None
     exact_p1_given_d_prime: float | None
+    prng: str  # the stream of the mcdp row
 
 
 def reference_target(dim: int, dtype: str) -> float:
@@ -206,6 +215,7 @@ def bench_case(
     repeats: int,
     seed: int,
     threads: int,
+    streams: Sequence[str] = PRNG_IMPLS,
 ) -> list[Row]:
     """Benchmarks the three implementations on one :class:`Case`.
 
@@ -216,24 +226,32 @@ def bench_case(
       repeats: timed runs per implementation; the best is kept.
       seed: seed of the mcdp key and of both NumPy baselines.
       threads: worker threads of best-numpy.
+      streams: the PRNG streams of mcdp (:data:`mcdp.sampling.PRNG_IMPLS`), one
+        mcdp row each; the baselines are checked against the first.
 
     Returns:
-      The rows of mcdp, the reference port (unless skipped) and best-numpy.
+      The rows of mcdp (one per stream), the reference port (unless skipped) and
+      best-numpy.
     """
     name, dim, dtype = case
     mechanism = get_mechanism(name)
     params = mechanism.e2_params(EPSILON, dim)
     xs = np.stack([np.zeros(dim), np.ones(dim)])
 
-    def run_mcdp(num_draws: int) -> np.ndarray:
+    def run_mcdp(num_draws: int, stream: str) -> np.ndarray:
         return count_outcomes(
-            key(seed), mechanism, MAJORITY_VOTE, xs, params, num_draws, dtype=dtype
-        )
+            key(seed, stream), mechanism, MAJORITY_VOTE, xs, params, num_draws,
+            dtype=dtype,
+        )  # fmt: skip
 
-    run_mcdp(WARMUP_DRAWS)  # compiles for this (mechanism, d, dtype)
-    mcdp = best_of(repeats, lambda: run_mcdp(draws))
     mcdp_chunk = chunk_blocks_for(dim) * BLOCK_DRAWS * dim
-    rows = [_row(case, "mcdp", PRNG_IMPL, mcdp_chunk, draws, mcdp)]
+    rows = []
+    for stream in streams:
+        run_mcdp(WARMUP_DRAWS, stream)  # compiles for this (mechanism, d, dtype)
+        timing = best_of(repeats, lambda s=stream: run_mcdp(draws, s))
+        first = None if not rows else np.asarray(rows[0].counts)
+        rows.append(_row(case, "mcdp", stream, mcdp_chunk, draws, timing, first))
+    mcdp_counts = np.asarray(rows[0].counts)  # what the baselines are checked against
     if reference_draws is not None:
         reference = best_of(
             repeats,
@@ -243,7 +261,7 @@ def bench_case(
         )
         prng = "PCG64 random"
         rows.append(
-            _row(case, "reference", prng, None, reference_draws, reference, mcdp.result)
+            _row(case, "reference", prng, None, reference_draws, reference, mcdp_counts)
         )
     best = best_of(
         repeats,
@@ -253,29 +271,37 @@ def bench_case(
     )
     prng = f"{DEFAULT_BIT_GENERATOR} {DEFAULT_UNIFORMS[dtype]} x{threads}"
     chunk = max(1, CHUNK_SCALARS // dim) * dim
-    rows.append(_row(case, "best-numpy", prng, chunk, draws, best, mcdp.result))
+    rows.append(_row(case, "best-numpy", prng, chunk, draws, best, mcdp_counts))
     return rows
 
 
-def ratio(rows: Sequence[Row]) -> Ratio:
-    """mcdp over the baselines, from the rows of one :class:`Case`."""
-    by_name = {r.implementation: r for r in rows}
-    mcdp, reference = by_name["mcdp"], by_name.get("reference")
-    mechanism = get_mechanism(mcdp.mechanism)
-    exact = exact_e2(mechanism, mechanism.e2_params(EPSILON, mcdp.dim), mcdp.dim)
-    return Ratio(
-        mechanism=mcdp.mechanism,
-        dim=mcdp.dim,
-        dtype=mcdp.dtype,
-        mcdp_over_reference=(
-            None if reference is None else mcdp.scalars_per_s / reference.scalars_per_s
-        ),
-        reference_target=reference_target(mcdp.dim, mcdp.dtype),
-        mcdp_over_best_numpy=mcdp.scalars_per_s / by_name["best-numpy"].scalars_per_s,
-        best_numpy_target=BEST_NUMPY_TARGET,
-        exact_p1_given_d=None if exact is None else exact.p1,
-        exact_p1_given_d_prime=None if exact is None else exact.q1,
-    )
+def ratios(rows: Sequence[Row]) -> list[Ratio]:
+    """mcdp over the baselines, one per mcdp stream, from the rows of one
+    :class:`Case`."""
+    by_name = {r.implementation: r for r in rows if r.implementation != "mcdp"}
+    reference, best = by_name.get("reference"), by_name["best-numpy"]
+    out = []
+    for mcdp in (r for r in rows if r.implementation == "mcdp"):
+        mechanism = get_mechanism(mcdp.mechanism)
+        exact = exact_e2(mechanism, mechanism.e2_params(EPSILON, mcdp.dim), mcdp.dim)
+        over_reference = None
+        if reference is not None:
+            over_reference = mcdp.scalars_per_s / reference.scalars_per_s
+        out.append(
+            Ratio(
+                mechanism=mcdp.mechanism,
+                dim=mcdp.dim,
+                dtype=mcdp.dtype,
+                mcdp_over_reference=over_reference,
+                reference_target=reference_target(mcdp.dim, mcdp.dtype),
+                mcdp_over_best_numpy=mcdp.scalars_per_s / best.scalars_per_s,
+                best_numpy_target=BEST_NUMPY_TARGET,
+                exact_p1_given_d=None if exact is None else exact.p1,
+                exact_p1_given_d_prime=None if exact is None else exact.q1,
+                prng=mcdp.prng,
+            )
+        )
+    return out
 
 
 def format_tables(rows: Sequence[Row], ratios: Sequence[Ratio], env: dict) -> str:
@@ -317,15 +343,16 @@ def format_tables(rows: Sequence[Row], ratios: Sequence[Ratio], env: dict) -> st
         "s / wall s (2.00 = 2 cores busy);",
         "cpu ns = process CPU ns per scalar (less sensitive to other load); chunk = "
         "scalars drawn at once (/thr: per thread);",
-        f"z = max over D, D' of |P1 - P1 of mcdp| / SE of the difference (warning "
-        f"above {SANITY_SIGMAS:g}).",
+        f"z = max over D, D' of |P1 - P1 of the first mcdp row| / SE of the "
+        f"difference (warning above {SANITY_SIGMAS:g}).",
         "",
         "mcdp over the baselines, scalar draws per second in the same dtype (targets "
         "reported, not asserted):",
     ]
     columns = (
-        f"{'mechanism':>9} {'d':>4} {'dtype':>7} {'mcdp/reference':>15} "
-        f"{'target':>7} {'':>4} {'mcdp/best-numpy':>15} {'target':>7} {'':>4}"
+        f"{'mechanism':>9} {'d':>4} {'dtype':>7} {'mcdp prng':>13} "
+        f"{'mcdp/reference':>15} {'target':>7} {'':>4} {'mcdp/best-numpy':>15} "
+        f"{'target':>7} {'':>4}"
     )
     lines += [columns, "-" * len(columns)]
     for q in ratios:
@@ -335,7 +362,7 @@ def format_tables(rows: Sequence[Row], ratios: Sequence[Ratio], env: dict) -> st
             reference = f"{q.mcdp_over_reference:.2f}x"
             reference_met = _met(q.mcdp_over_reference, q.reference_target)
         lines.append(
-            f"{q.mechanism:>9} {q.dim:>4} {q.dtype:>7} {reference:>15} "
+            f"{q.mechanism:>9} {q.dim:>4} {q.dtype:>7} {q.prng:>13} {reference:>15} "
             f"{'>=' + format(q.reference_target, 'g'):>7} {reference_met:>4} "
             f"{q.mcdp_over_best_numpy:>14.2f}x "
             f"{'>=' + format(q.best_numpy_target, 'g'):>7} "
@@ -354,6 +381,16 @@ def parse_mechanisms(text: str) -> list[str]:
     if not names or any(n not in MECHANISMS for n in names):
         raise argparse.ArgumentTypeError(
             f"expected a comma-separated subset of {','.join(MECHANISMS)}, got {text!r}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def parse_streams(text: str) -> list[str]:
+    """``"splitmix64"`` -> ``["splitmix64"]``, each in PRNG_IMPLS."""
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if not names or any(n not in PRNG_IMPLS for n in names):
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated subset of {','.join(PRNG_IMPLS)}, got {text!r}"
         )
     return list(dict.fromkeys(names))
 
@@ -420,6 +457,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="worker threads of best-numpy (default os.cpu_count())",
     )
+    parser.add_argument(
+        "--prng",
+        type=parse_streams,
+        default=list(PRNG_IMPLS),
+        help="comma-separated PRNG streams of mcdp, one row each (default "
+        f"{','.join(PRNG_IMPLS)}; the baselines are checked against the first)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of all (default 0)")
     parser.add_argument("--json", metavar="PATH", help="also write the results here")
     args = parser.parse_args(argv)
@@ -454,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     env = environment()
     rows: list[Row] = []
-    ratios: list[Ratio] = []
+    table: list[Ratio] = []
     for mechanism in args.mechanisms:
         for dtype in dtypes:
             for dim, n in zip(args.dims, draws, strict=True):
@@ -469,12 +513,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 case = Case(mechanism, dim, dtype)
                 group = bench_case(
-                    case, n, reference_draws, args.repeats, args.seed, threads
+                    case,
+                    n,
+                    reference_draws,
+                    args.repeats,
+                    args.seed,
+                    threads,
+                    args.prng,
                 )
                 rows += group
-                ratios.append(ratio(group))
+                table += ratios(group)
 
-    print(format_tables(rows, ratios, env), flush=True)
+    print(format_tables(rows, table, env), flush=True)
     for r in rows:
         if not r.sane:
             print(
@@ -492,6 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 None if args.skip_reference else args.reference_scalars
             ),
             "best_numpy_chunk_scalars": CHUNK_SCALARS,
+            "prng": args.prng,
         }
         write_json(
             args.json,
@@ -500,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "environment": env,
                 "settings": settings,
                 "results": [asdict(r) for r in rows],
-                "ratios": [asdict(q) for q in ratios],
+                "ratios": [asdict(q) for q in table],
             },
         )
     return 0

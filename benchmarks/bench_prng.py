@@ -3,8 +3,9 @@
 What is measured
 ----------------
 1. **PRNG implementations.** For every JAX PRNG implementation (``--impls``,
-   default threefry2x32, threefry4x32, philox2x32, philox4x32, rbg, unsafe_rbg) and
-   dtype: standard Laplace noise from :func:`mcdp.mechanisms._base.standard_laplace`
+   default threefry2x32, threefry4x32, philox2x32, philox4x32, rbg, unsafe_rbg, and
+   mcdp's opt-in splitmix64 of :mod:`mcdp.prng`) and dtype: standard Laplace noise
+   from :func:`mcdp.mechanisms._base.standard_laplace`
    (the inverse CDF every Laplace mechanism of mcdp uses), drawn the way the engine
    draws it: one key per block of ``BLOCK_DRAWS x d`` scalars from ``fold_in``,
    ``jax.vmap`` over the blocks of a chunk of about
@@ -47,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from _common import best_of, environment, environment_line, parse_ints, write_json
 
+from mcdp import prng
 from mcdp.estimators import MAJORITY_VOTE
 from mcdp.mechanisms import get_mechanism
 from mcdp.mechanisms._base import standard_laplace
@@ -59,7 +61,7 @@ from mcdp.sampling import (
     key,
 )
 
-IMPLS = "threefry2x32,threefry4x32,philox2x32,philox4x32,rbg,unsafe_rbg"
+IMPLS = "threefry2x32,threefry4x32,philox2x32,philox4x32,rbg,unsafe_rbg,splitmix64"
 DEFAULT_CHUNKS = "16,17,18,19,20,21,22"
 DEFAULT_SCALARS = 2**27  # per measurement: ~0.3-2 s per run on 2 CPU cores
 DEFAULT_SWEEP_SCALARS = 2**25  # per dataset
@@ -159,7 +161,10 @@ def bench_kernel(
     )
     try:
         with jax.enable_x64(dtype == "float64"):
-            key_ = jax.random.key(seed, impl=impl)
+            if impl in prng.STREAMS:  # mcdp's streams, splitmix64 among them
+                key_ = prng.key(seed, impl)
+            else:
+                key_ = jax.random.key(seed, impl=impl)
             count_above(key_, 1, chunk_blocks, block_shape, dtype)  # compiles
             timing = best_of(
                 repeats,

@@ -14,12 +14,12 @@ except metadata.PackageNotFoundError:  # running from a source tree
     __version__ = "0.1.0"
 
 
-def provenance(dtype: str) -> dict[str, object]:
+def provenance(dtype: str, prng: str = PRNG_IMPL) -> dict[str, object]:
     """The mcdp and jax versions, the backend, the x64 flag and the PRNG of a run."""
     return {
         "mcdp_version": __version__,
         "jax_version": jax.__version__,
         "backend": jax.default_backend(),
         "x64": dtype == "float64",
-        "prng_impl": PRNG_IMPL,
+        "prng_impl": prng,
     }

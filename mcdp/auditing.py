@@ -45,7 +45,7 @@ from mcdp._provenance import provenance
 from mcdp.analytic import exact_e2
 from mcdp.estimators import MAJORITY_VOTE, Attack
 from mcdp.mechanisms import Mechanism, get_mechanism
-from mcdp.sampling import DTYPES, iter_counts
+from mcdp.sampling import DTYPES, PRNG_IMPL, PRNG_IMPLS, iter_counts
 from mcdp.sampling import key as sampling_key
 from mcdp.statistics import loss_from_probabilities, loss_range
 
@@ -320,7 +320,7 @@ class DeltaAuditResult:
     jax_version: str
     backend: str
     x64: bool
-    prng_impl: str  # the stream of the seed (mcdp.sampling.PRNG_IMPL)
+    prng_impl: str  # the stream of the seed (mcdp.prng.STREAMS)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -364,6 +364,7 @@ def audit_delta(
     dtype: str = "float64",
     params: Any = None,
     profile_epsilons: Sequence[float] = PROFILE_EPSILONS,
+    prng: str = PRNG_IMPL,
 ) -> DeltaAuditResult:
     """Audits a claimed (epsilon, delta) on one pair with one attack.
 
@@ -379,6 +380,8 @@ def audit_delta(
         C)`` (``e2_params`` for ``zeros-ones``).
       profile_epsilons: where to report the privacy profile (the claimed epsilon is
         always added).
+      prng: the stream of the seed: ``"threefry4x32"`` (default) or the faster,
+        weaker ``"splitmix64"`` (see :mod:`mcdp.prng`).
 
     Returns:
       A :class:`DeltaAuditResult`; ``violated`` iff ``delta_lower > delta``.
@@ -392,6 +395,7 @@ def audit_delta(
     seed = _validate.integer("seed", seed, low=0, high=_validate.MAX_SEED)
     confidence = _validate.open_unit("confidence", confidence)
     dtype = _validate.one_of("dtype", dtype, DTYPES)
+    prng = _validate.one_of("prng", prng, PRNG_IMPLS)
     attack = _validate.one_of("attack", attack, ATTACKS)
     clip = _validate.positive("clip", clip)
     if isinstance(pair, str):
@@ -411,7 +415,7 @@ def audit_delta(
     tx = _transform(mech, xs, params)
     attack_fn, aux = _attack_and_aux(mech, attack, tx, params, epsilons, dtype)
     key = jax.random.fold_in(
-        sampling_key(seed),
+        sampling_key(seed, prng),
         zlib.crc32(
             f"delta/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{pair_name}".encode()
         ),
@@ -472,5 +476,5 @@ def audit_delta(
         seconds=round(time.perf_counter() - start, 4),
         dtype=dtype,
         interrupted=progress.draws < draws,
-        **provenance(dtype),
+        **provenance(dtype, prng),
     )

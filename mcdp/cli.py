@@ -17,7 +17,7 @@ from pathlib import Path
 from mcdp import _validate
 from mcdp.auditing import ATTACKS, PAIRS
 from mcdp.mechanisms import MECHANISMS, NAN_POLICIES
-from mcdp.sampling import DTYPES
+from mcdp.sampling import DTYPES, PRNG_IMPL, PRNG_IMPLS
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -190,6 +190,16 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _prng_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--prng",
+        choices=PRNG_IMPLS,
+        default=PRNG_IMPL,
+        help=f"the stream of the seed: {PRNG_IMPL} (default) or splitmix64, faster "
+        "and weaker (screen with it, confirm with the default)",
+    )
+
+
 def _distributed_options(p: argparse.ArgumentParser) -> None:
     """Options that join a ``jax.distributed`` run (see :mod:`mcdp.distributed`)."""
     d = p.add_argument_group(
@@ -323,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --delta: clipping radius C of the pair and calibration (1)",
     )
     _common(a)
+    _prng_option(a)
     _distributed_options(a)
     a.add_argument(
         "--json", action="store_true", help="print one JSON object on stdout"
@@ -368,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="scale*C is the std (the reference code) or the variance (the paper)",
     )
     _common(v)
+    _prng_option(v)
     v.add_argument("--json", action="store_true", help="print one JSON object")
 
     s_ = sub.add_parser(
@@ -429,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="trlaplace only: axis, diagonal (default both)",
     )
     _common(g)
+    _prng_option(g)
 
     f = sub.add_parser(
         "figures", help="compute what is missing and draw every figure into figures/"
@@ -506,6 +519,7 @@ def _audit(args) -> int:
             confidence=args.confidence,
             dtype=args.dtype,
             nan_policy=args.nan_policy,
+            prng=args.prng,
         )
     except ValueError as err:
         _fail(str(err))
@@ -586,6 +600,7 @@ def _audit_to_width(args) -> int:
             confidence=args.confidence,
             dtype=args.dtype,
             nan_policy=args.nan_policy,
+            prng=args.prng,
         )
     except ValueError as err:
         _fail(str(err))
@@ -649,6 +664,7 @@ def _audit_delta(args) -> int:
             seed=args.seed,
             confidence=args.confidence,
             dtype=args.dtype,
+            prng=args.prng,
         )
     except ValueError as err:
         _fail(str(err))
@@ -664,7 +680,7 @@ def _violations(args) -> int:
     try:
         for dist in args.dist:
             runs = iter_violations(
-                key(args.seed),
+                key(args.seed, args.prng),
                 dist,
                 args.dims,
                 args.pairs,
@@ -738,6 +754,7 @@ def _grid(args) -> int:
         seed=args.seed,
         confidence=args.confidence,
         dtype=args.dtype,
+        prng=args.prng,
         **narrowed,
     )
     try:
@@ -788,6 +805,7 @@ def _grid_trlaplace(args) -> int:
         seed=args.seed,
         confidence=args.confidence,
         dtype=args.dtype,
+        prng=args.prng,
         **narrowed,
     )
     try:

@@ -29,7 +29,7 @@ from mcdp._provenance import provenance
 from mcdp.analytic import ExactE2, exact_e2
 from mcdp.estimators import MAJORITY_VOTE
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
-from mcdp.sampling import BLOCK_DRAWS, DTYPES, PRNG_IMPL, iter_counts
+from mcdp.sampling import BLOCK_DRAWS, DTYPES, PRNG_IMPL, PRNG_IMPLS, iter_counts
 from mcdp.sampling import key as sampling_key
 from mcdp.statistics import (
     NUM_ROWS,
@@ -84,7 +84,7 @@ class AuditResult:
     jax_version: str
     backend: str
     x64: bool
-    prng_impl: str  # the stream of the seed (mcdp.sampling.PRNG_IMPL)
+    prng_impl: str  # the stream of the seed (mcdp.prng.STREAMS)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -166,11 +166,16 @@ def _cell(
 
 
 def _cell_inputs(
-    mech: Mechanism, epsilon: float, dim: int, seed: int, nan_policy: str | None
+    mech: Mechanism,
+    epsilon: float,
+    dim: int,
+    seed: int,
+    nan_policy: str | None,
+    prng: str,
 ) -> tuple[jax.Array, np.ndarray]:
     """The cell's key, ``fold_in(key(seed), cell_id)``, and its inputs, 0^d and 1^d."""
     key = jax.random.fold_in(
-        sampling_key(seed), cell_id(mech.name, epsilon, dim, nan_policy)
+        sampling_key(seed, prng), cell_id(mech.name, epsilon, dim, nan_policy)
     )
     return key, np.stack([np.zeros(dim), np.ones(dim)])
 
@@ -200,15 +205,17 @@ def audit_iter(
     dtype: str = "float64",
     nan_policy: str | None = None,
     params: Any = None,
+    prng: str = PRNG_IMPL,
 ) -> Iterator[AuditResult]:
     """Like :func:`audit`, but yields a result after every compiled call (the last one
     is final, the others are marked ``interrupted``)."""
     epsilon, dim, draws, seed, confidence, dtype = validate_audit(
         epsilon, dim, draws, seed, confidence, dtype
     )
+    prng = _validate.one_of("prng", prng, PRNG_IMPLS)
     mech, nan_policy, params = _cell(mechanism, epsilon, dim, nan_policy, params)
     exact = exact_e2(mech, params, dim)
-    key, xs = _cell_inputs(mech, epsilon, dim, seed, nan_policy)
+    key, xs = _cell_inputs(mech, epsilon, dim, seed, nan_policy, prng)
     start = time.perf_counter()
     for progress in iter_counts(
         key, mech, MAJORITY_VOTE, xs, params, draws, dtype=dtype
@@ -225,6 +232,7 @@ def audit_iter(
             time.perf_counter() - start,
             dtype,
             nan_policy,
+            prng,
             interrupted=progress.draws < draws,
         )
 
@@ -241,6 +249,7 @@ def audit(
     nan_policy: str | None = None,
     params: Any = None,
     progress: bool = False,
+    prng: str = PRNG_IMPL,
 ) -> AuditResult:
     """Runs the ACL 2022 sanity check (SPEC E2) for one mechanism, epsilon and d.
 
@@ -256,6 +265,8 @@ def audit(
       nan_policy: DPText only: ``"zero"`` (default), ``"resample"`` or ``"nan"``.
       params: the mechanism's parameters; default: its E2 convention.
       progress: show a progress bar on a terminal for runs longer than 2 s.
+      prng: the stream of the seed: ``"threefry4x32"`` (default) or the faster,
+        weaker ``"splitmix64"`` (see :mod:`mcdp.prng`).
 
     Returns:
       An :class:`AuditResult`.
@@ -273,6 +284,7 @@ def audit(
         dtype=dtype,
         nan_policy=nan_policy,
         params=params,
+        prng=prng,
     )
     with _progress_bar(progress, total=int(draws), desc=str(mechanism)) as bar:
         result = None
@@ -309,6 +321,7 @@ def _result(
     seconds: float,
     dtype: str,
     nan_policy: str | None,
+    prng: str,
     interrupted: bool,
 ) -> AuditResult:
     counts_list = [[int(c) for c in row] for row in counts]
@@ -335,7 +348,7 @@ def _result(
         claim=mech.claim,
         violated=None if claimed is None else bool(estimate.lower > claimed),
         interrupted=interrupted,
-        **provenance(dtype),
+        **provenance(dtype, prng),
     )
 
 
@@ -458,6 +471,7 @@ def audit_to_width_iter(
     dtype: str = "float64",
     nan_policy: str | None = None,
     params: Any = None,
+    prng: str = PRNG_IMPL,
 ) -> Iterator[TargetWidthResult]:
     """Like :func:`audit_to_width`, but yields a result after every compiled call.
 
@@ -472,9 +486,10 @@ def audit_to_width_iter(
     epsilon, dim, _, seed, confidence, dtype = validate_audit(
         epsilon, dim, first_draws, seed, confidence, dtype
     )
+    prng = _validate.one_of("prng", prng, PRNG_IMPLS)
     mech, nan_policy, params = _cell(mechanism, epsilon, dim, nan_policy, params)
     exact = exact_e2(mech, params, dim)
-    key, xs = _cell_inputs(mech, epsilon, dim, seed, nan_policy)
+    key, xs = _cell_inputs(mech, epsilon, dim, seed, nan_policy, prng)
     exact_needed = None
     if exact is not None:
         exact_needed = draws_for_width(
@@ -500,6 +515,7 @@ def audit_to_width_iter(
                 time.perf_counter() - start,
                 dtype,
                 nan_policy,
+                prng,
                 interrupted=True,
             )
             width = _width(result)
@@ -548,6 +564,7 @@ def audit_to_width(
     nan_policy: str | None = None,
     params: Any = None,
     progress: bool = False,
+    prng: str = PRNG_IMPL,
 ) -> TargetWidthResult:
     """Runs the sanity check (SPEC E2) in rounds until the loss interval is at most
     ``target_width`` wide or ``max_draws`` draws per dataset are done.
@@ -577,6 +594,7 @@ def audit_to_width(
       nan_policy: DPText only: ``"zero"`` (default), ``"resample"`` or ``"nan"``.
       params: the mechanism's parameters; default: its E2 convention.
       progress: show a progress bar of each round on a terminal.
+      prng: the stream of the seed (see :func:`audit`).
 
     Returns:
       A :class:`TargetWidthResult`: ``target_met`` false means the budget ran out
@@ -597,6 +615,7 @@ def audit_to_width(
         dtype=dtype,
         nan_policy=nan_policy,
         params=params,
+        prng=prng,
     )
     with _progress_bar(progress, total=0, desc=str(mechanism)) as bar:
         result = None
@@ -682,6 +701,7 @@ class GridSpec:
     confidence: float = 0.95
     dtype: str = "float64"
     experiment: str = EXPERIMENT
+    prng: str = PRNG_IMPL
 
     def validated(self) -> GridSpec:
         """Checks every field; raises a one-line :class:`ValueError`."""
@@ -705,6 +725,7 @@ class GridSpec:
             seed=_validate.integer("seed", self.seed, low=0, high=_validate.MAX_SEED),
             confidence=_validate.open_unit("confidence", self.confidence),
             dtype=_validate.one_of("dtype", self.dtype, DTYPES),
+            prng=_validate.one_of("prng", self.prng, PRNG_IMPLS),
         )
 
     def meta(self) -> dict[str, Any]:
@@ -714,7 +735,7 @@ class GridSpec:
             "seed": self.seed,
             "confidence": self.confidence,
             "dtype": self.dtype,
-            "prng_impl": PRNG_IMPL,  # a grid never mixes two streams
+            "prng_impl": self.prng,  # a grid never mixes two streams
         }
 
     def cells(self) -> list[tuple[str, float, int]]:
@@ -840,6 +861,7 @@ def run_grid(
                 seed=spec.seed,
                 confidence=spec.confidence,
                 dtype=spec.dtype,
+                prng=spec.prng,
             ):
                 bar.update(done + result.draws * dim - bar.n)
             assert result is not None

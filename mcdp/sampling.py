@@ -30,31 +30,34 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from mcdp import _validate
+from mcdp import prng as prng_module
 from mcdp._types import Array, PRNGKey
 from mcdp.estimators import Attack
 from mcdp.mechanisms import Mechanism
 
 BLOCK_DRAWS = 1024  # draws per key; changing it changes every stream, so it is fixed
-PRNG_IMPL = "threefry4x32"  # the stream of a seed; see :func:`key`
+PRNG_IMPL = prng_module.DEFAULT  # the stream of a seed; see :func:`key`
+PRNG_IMPLS = prng_module.STREAMS  # the streams a seed can mean
 CHUNK_SCALARS = 1 << 20  # scalars per chunk (per input): ~1e6 fits the caches
 CALL_SCALARS = 1 << 27  # scalars per device per compiled call (per input)
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
 DTYPES = _validate.DTYPES
 
 
-def key(seed: int) -> PRNGKey:
-    """The root key of a seed: ``jax.random.key(seed, impl=PRNG_IMPL)``.
+def key(seed: int, prng: str = PRNG_IMPL) -> PRNGKey:
+    """The root key of a seed: ``jax.random.key(seed, impl=...)`` of stream ``prng``.
 
-    Every seed of mcdp means this stream, on every backend. ``threefry4x32`` is the
-    counter-based Threefry of JAX's default (``threefry2x32``) with four 32-bit words
-    per call instead of two: integer adds, rotations and xors only, so its bits do
-    not depend on the backend, and it shards like the default. On a 2-core
-    AVX-512 CPU it was the fastest of JAX's implementations for Laplace noise
+    Every seed of mcdp means the ``threefry4x32`` stream by default, on every
+    backend: the counter-based Threefry of JAX's default (``threefry2x32``) with four
+    32-bit words per call, integer adds, rotations and xors only, so its bits do not
+    depend on the backend, and it shards like the default. On a 2-core AVX-512 CPU it
+    was the fastest of JAX's implementations for Laplace noise
     (``benchmarks/bench_prng.py``: 1.2x the default in float32, 1.5x in float64);
-    ``rbg`` was 5x slower there and differs between backends. Any key may be passed
-    to the engine; only the seeds that mcdp turns into keys are bound to this choice.
+    ``rbg`` was 5x slower there and differs between backends. ``prng="splitmix64"``
+    is the faster, weaker stream of :mod:`mcdp.prng`. Any key may be passed to the
+    engine; only the seeds that mcdp turns into keys are bound to these choices.
     """
-    return jax.random.key(seed, impl=PRNG_IMPL)
+    return prng_module.key(seed, prng)
 
 
 class Progress(NamedTuple):

@@ -21,7 +21,7 @@ from typing import Any
 from mcdp import _validate
 from mcdp.auditing import DeltaAuditResult, audit_delta
 from mcdp.experiments import _write_atomic, eps_key, load_resumable
-from mcdp.sampling import PRNG_IMPL
+from mcdp.sampling import PRNG_IMPL, PRNG_IMPLS
 
 EXPERIMENT = "trlaplace"
 E4_MECHANISMS = ("gaussian", "laplace", "trlaplace")
@@ -53,6 +53,7 @@ class E4Spec:
     seed: int = 0
     confidence: float = 0.95
     dtype: str = "float64"
+    prng: str = PRNG_IMPL
 
     def validated(self) -> E4Spec:
         if not (self.mechanisms and self.epsilons and self.pairs):
@@ -73,6 +74,7 @@ class E4Spec:
             seed=_validate.integer("seed", self.seed, low=0, high=_validate.MAX_SEED),
             confidence=_validate.open_unit("confidence", self.confidence),
             dtype=_validate.one_of("dtype", self.dtype, _validate.DTYPES),
+            prng=_validate.one_of("prng", self.prng, PRNG_IMPLS),
         )
 
     def meta(self) -> dict[str, Any]:
@@ -83,7 +85,7 @@ class E4Spec:
             "seed": self.seed,
             "confidence": self.confidence,
             "dtype": self.dtype,
-            "prng_impl": PRNG_IMPL,  # a grid never mixes two streams
+            "prng_impl": self.prng,  # a grid never mixes two streams
         }
 
     def cells(self) -> list[tuple[str, float, str, str]]:
@@ -132,6 +134,7 @@ def run_e4(
             seed=spec.seed,
             confidence=spec.confidence,
             dtype=spec.dtype,
+            prng=spec.prng,
         )
         slot[attack] = result.to_dict()
         _write_atomic(path, data)

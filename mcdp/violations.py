@@ -59,6 +59,7 @@ from mcdp import _validate
 from mcdp._provenance import provenance
 from mcdp._types import Array, PRNGKey
 from mcdp.mechanisms._base import clip_norm
+from mcdp.prng import stream_of
 from mcdp.statistics import clopper_pearson
 
 DISTS = ("uniform", "normal")
@@ -167,7 +168,7 @@ class ViolationResult:
     jax_version: str
     backend: str
     x64: bool
-    prng_impl: str  # the stream of the seed (mcdp.sampling.PRNG_IMPL)
+    prng_impl: str  # the stream of the key (mcdp.prng.stream_of)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -334,7 +335,7 @@ def iter_violations(
         dtype=dtype,
         pairs_requested=pairs,
         key_data=[int(v) for v in np.ravel(jax.random.key_data(key))],
-        **provenance(dtype),
+        **provenance(dtype, stream_of(key)),
     )
     return _stream(key, dims, pairs, unit, chunk, call_chunks, meta)
 

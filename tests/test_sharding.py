@@ -22,11 +22,12 @@ from mcdp.sampling import BLOCK_DRAWS, count_outcomes, key
 
 from conftest import SEED
 
-# (mechanism, dtype, d, draws, chunk_blocks, call_chunks): many chunks per call and
-# several calls, so the devices share the chunks unevenly; a partial last block
+# (mechanism, dtype, d, draws, chunk_blocks, call_chunks, prng): many chunks per call
+# and several calls, so the devices share the chunks unevenly; a partial last block
 CASES = [
-    ("adept", "float64", 8, 41 * BLOCK_DRAWS + 123, 2, 3),
-    ("laplace", "float32", 3, 17 * BLOCK_DRAWS + 1, 1, 2),
+    ("adept", "float64", 8, 41 * BLOCK_DRAWS + 123, 2, 3, "threefry4x32"),
+    ("laplace", "float32", 3, 17 * BLOCK_DRAWS + 1, 1, 2, "threefry4x32"),
+    ("laplace", "float64", 5, 23 * BLOCK_DRAWS + 7, 1, 3, "splitmix64"),
 ]
 
 COUNTS_ON_DEVICES = """
@@ -38,13 +39,13 @@ from mcdp.sampling import count_outcomes, key
 seed, cases = json.loads(sys.argv[1])
 {setup}
 out = []
-for name, dtype, d, draws, chunk_blocks, call_chunks in cases:
+for name, dtype, d, draws, chunk_blocks, call_chunks, prng in cases:
     m = get_mechanism(name)
     xs = np.stack([np.zeros(d), np.ones(d)])
     out.append({{
         str(k): count_outcomes(
-            key(seed), m, MAJORITY_VOTE, xs, m.e2_params(1.0, d), draws, dtype=dtype,
-            chunk_blocks=chunk_blocks, call_chunks=call_chunks,
+            key(seed, prng), m, MAJORITY_VOTE, xs, m.e2_params(1.0, d), draws,
+            dtype=dtype, chunk_blocks=chunk_blocks, call_chunks=call_chunks,
             devices=jax.devices()[:k],
         ).tolist()
         for k in {device_counts}
@@ -55,12 +56,12 @@ print(json.dumps([jax.process_index(), jax.device_count(), out]))
 
 def _one_device_counts():
     runs = []
-    for name, dtype, d, draws, chunk_blocks, call_chunks in CASES:
+    for name, dtype, d, draws, chunk_blocks, call_chunks, prng in CASES:
         m = get_mechanism(name)
         xs = np.stack([np.zeros(d), np.ones(d)])
         runs.append(
             count_outcomes(
-                key(SEED), m, MAJORITY_VOTE, xs, m.e2_params(1.0, d), draws,
+                key(SEED, prng), m, MAJORITY_VOTE, xs, m.e2_params(1.0, d), draws,
                 dtype=dtype, chunk_blocks=chunk_blocks, call_chunks=call_chunks,
             ).tolist()
         )  # fmt: skip
