@@ -50,10 +50,11 @@ def key(seed: int, prng: str = PRNG_IMPL) -> PRNGKey:
     Every seed of mcdp means the ``threefry4x32`` stream by default, on every
     backend: the counter-based Threefry of JAX's default (``threefry2x32``) with four
     32-bit words per call, integer adds, rotations and xors only, so its bits do not
-    depend on the backend, and it shards like the default. On a 2-core AVX-512 CPU it
-    was the fastest of JAX's implementations for Laplace noise
-    (``benchmarks/bench_prng.py``: 1.2x the default in float32, 1.5x in float64);
-    ``rbg`` was 5x slower there and differs between backends. ``prng="splitmix64"``
+    depend on the backend, and it shards like the default. In the engine on a 2-core
+    AVX-512 CPU it drew float32 Laplace noise 1.6-2.0x as fast as the default at
+    d >= 8 (as fast at d = 1), and float64 noise at 0.7-1.0x the default's speed
+    (``benchmarks/RESULTS.md``); philox was no faster, ``rbg`` was 5x slower in
+    float32 and differs between backends. ``prng="splitmix64"``
     is the faster, weaker stream of :mod:`mcdp.prng`. Any key may be passed to the
     engine; only the seeds that mcdp turns into keys are bound to these choices.
     """
