@@ -112,6 +112,13 @@ def _count_impl(
             y = sample(jax.random.fold_in(key, block), batch, params)
             guess = attack.guess(y, aux)
             valid = (block < full) | ((block == full) & (row < remainder))
+            if attack.num_outcomes == 2:
+                # one sum over the draws, not one per outcome: where the guess is
+                # elementwise in the draws (d = 1), XLA fuses the sampler into every
+                # sum that reads it, so two sums drew everything twice
+                ones = jnp.sum(jnp.where(valid, guess, 0), dtype=jnp.int32)
+                n = jnp.sum(valid, dtype=jnp.int32)
+                return jnp.stack([n - ones, ones])
             hits = (guess[:, None] == outcomes[None, :]) & valid[:, None]
             return jnp.sum(hits, axis=0, dtype=jnp.int32)
 
