@@ -24,11 +24,11 @@ constant, and ``split`` the same with a tag xored into ``k``, so distinct ``d`` 
 distinct keys. Every operation is an integer add, multiply, shift or xor modulo
 :math:`2^{64}`: the bits are the same on every backend.
 
-On a 2-core AVX-512 CPU, ``splitmix64`` made the engine 1.7-2.3x as fast
-(``benchmarks/bench_engine.py``; Laplace, float32, d = 32: 1.24e9 against 0.56e9
-scalar draws/s): Threefry's 20 rounds cost more than the rest of a float32 Laplace
-draw, two 64-bit multiplies per value much less. The
-price is a weaker generator: SplitMix64 passes the BigCrush battery as a single
+On a 2-core AVX-512 CPU, ``splitmix64`` made the engine 1.7-2.4x as fast in float64
+and 1.7-3.9x in float32 (``benchmarks/bench_engine.py``; Laplace, float32, d = 32:
+1.35e9 against 0.57e9 scalar draws/s): Threefry's 20 rounds cost more than the rest
+of a float32 Laplace draw, two 64-bit multiplies per value much less. The price is a
+weaker generator: SplitMix64 passes the BigCrush battery as a single
 sequence, but it is not a cipher and its streams are not proven independent, so the
 default stays Threefry; use ``splitmix64`` to screen many settings fast and confirm
 a finding with the default stream. Every record says which stream it used
