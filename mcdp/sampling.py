@@ -51,9 +51,9 @@ def key(seed: int, prng: str = PRNG_IMPL) -> PRNGKey:
     backend: the counter-based Threefry of JAX's default (``threefry2x32``) with four
     32-bit words per call, integer adds, rotations and xors only, so its bits do not
     depend on the backend, and it shards like the default. In the engine on a 2-core
-    AVX-512 CPU it drew float32 Laplace noise 1.6-2.0x as fast as the default at
-    d >= 8 (as fast at d = 1), and float64 noise at 0.7-1.0x the default's speed
-    (``benchmarks/RESULTS.md``); philox was no faster, ``rbg`` was 5x slower in
+    AVX-512 CPU it drew float32 Laplace noise 1.7-2.1x as fast as the default at
+    d >= 8 (0.6x at d = 1), and float64 noise at 0.9-1.0x at d >= 8 (1.6x at d = 1;
+    ``benchmarks/RESULTS.md``); philox was no faster, ``rbg`` was 5x slower in
     float32 and differs between backends. ``prng="splitmix64"``
     is the faster, weaker stream of :mod:`mcdp.prng`. Any key may be passed to the
     engine; only the seeds that mcdp turns into keys are bound to these choices.
