@@ -45,7 +45,7 @@ from mcdp._provenance import provenance
 from mcdp.analytic import exact_e2
 from mcdp.estimators import MAJORITY_VOTE, Attack
 from mcdp.mechanisms import Mechanism, get_mechanism
-from mcdp.sampling import DTYPES, PRNG_IMPL, PRNG_IMPLS, iter_counts
+from mcdp.sampling import DTYPES, PRNG_IMPL, iter_counts
 from mcdp.sampling import key as sampling_key
 from mcdp.statistics import loss_from_probabilities, loss_range
 
@@ -395,7 +395,6 @@ def audit_delta(
     seed = _validate.integer("seed", seed, low=0, high=_validate.MAX_SEED)
     confidence = _validate.open_unit("confidence", confidence)
     dtype = _validate.one_of("dtype", dtype, DTYPES)
-    prng = _validate.one_of("prng", prng, PRNG_IMPLS)
     attack = _validate.one_of("attack", attack, ATTACKS)
     clip = _validate.positive("clip", clip)
     if isinstance(pair, str):

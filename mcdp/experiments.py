@@ -212,7 +212,6 @@ def audit_iter(
     epsilon, dim, draws, seed, confidence, dtype = validate_audit(
         epsilon, dim, draws, seed, confidence, dtype
     )
-    prng = _validate.one_of("prng", prng, PRNG_IMPLS)
     mech, nan_policy, params = _cell(mechanism, epsilon, dim, nan_policy, params)
     exact = exact_e2(mech, params, dim)
     key, xs = _cell_inputs(mech, epsilon, dim, seed, nan_policy, prng)
@@ -486,7 +485,6 @@ def audit_to_width_iter(
     epsilon, dim, _, seed, confidence, dtype = validate_audit(
         epsilon, dim, first_draws, seed, confidence, dtype
     )
-    prng = _validate.one_of("prng", prng, PRNG_IMPLS)
     mech, nan_policy, params = _cell(mechanism, epsilon, dim, nan_policy, params)
     exact = exact_e2(mech, params, dim)
     key, xs = _cell_inputs(mech, epsilon, dim, seed, nan_policy, prng)

@@ -28,11 +28,11 @@ On a 2-core AVX-512 CPU, ``splitmix64`` made the engine 1.7-2.4x as fast in floa
 and 1.7-3.9x in float32 (``benchmarks/bench_engine.py``; Laplace, float32, d = 32:
 1.35e9 against 0.57e9 scalar draws/s): Threefry's 20 rounds cost more than the rest
 of a float32 Laplace draw, two 64-bit multiplies per value much less. The price is a
-weaker generator: SplitMix64 passes the BigCrush battery as a single
-sequence, but it is not a cipher and its streams are not proven independent, so the
-default stays Threefry; use ``splitmix64`` to screen many settings fast and confirm
-a finding with the default stream. Every record says which stream it used
-(``prng_impl``).
+weaker generator: its authors report that SplitMix64 passes the BigCrush battery as
+a single sequence, but it is not a cipher and its streams are not proven
+independent, so the default stays Threefry; use ``splitmix64`` to screen many
+settings fast and confirm a finding with the default stream. Every record says
+which stream it used (``prng_impl``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ STREAMS = (DEFAULT, SPLITMIX64)
 GOLDEN = 0x9E3779B97F4A7C15  # 2^64 / golden ratio, odd
 SPLIT_TAG = 0x5851F42D4C957F2D  # separates split(k)[i] from fold_in(k, i)
 _TRANSITIONS = 0xAAAAAAAAAAAAAAAA
-_MASK = 0xFFFFFFFFFFFFFFFF
 
 
 def _u64(value: int) -> jax.Array:

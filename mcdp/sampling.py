@@ -54,9 +54,9 @@ def key(seed: int, prng: str = PRNG_IMPL) -> PRNGKey:
     AVX-512 CPU it drew float32 Laplace noise 1.7-2.1x as fast as the default at
     d >= 8 (0.6x at d = 1), and float64 noise at 0.9-1.0x at d >= 8 (1.6x at d = 1;
     ``benchmarks/RESULTS.md``); philox was no faster, ``rbg`` was 5x slower in
-    float32 and differs between backends. ``prng="splitmix64"``
-    is the faster, weaker stream of :mod:`mcdp.prng`. Any key may be passed to the
-    engine; only the seeds that mcdp turns into keys are bound to these choices.
+    float32 and differs between backends. ``prng="splitmix64"`` is the faster,
+    weaker stream of :mod:`mcdp.prng`. Any key may be passed to the engine; only the
+    seeds that mcdp turns into keys are bound to these choices.
     """
     return prng_module.key(seed, prng)
 

@@ -96,6 +96,8 @@ def test_float32_draws_do_not_depend_on_the_x64_setting():
 
 
 def test_the_gamma_always_has_24_transitions_and_is_odd():
+    # xor with 0xAAAA... flips every one of the 63 transitions and keeps bit 0, so
+    # a word with n < 24 transitions gets 63 - n > 24; checked on 100,000 keys
     with jax.enable_x64(True):
         ks = jnp.arange(100_000, dtype=jnp.uint64) * jnp.uint64(prng.GOLDEN)
         g = prng.gamma(prng.fmix(ks))
