@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --json benchmarks/results/engine.json
 	$(BIN)/python benchmarks/bench_memory.py --json benchmarks/results/memory.json
 	$(BIN)/python benchmarks/bench_prng.py --json benchmarks/results/prng.json
+	$(BIN)/python benchmarks/profile_sampler.py --dim 8
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
