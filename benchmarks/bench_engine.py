@@ -375,24 +375,23 @@ def _met(value: float, target: float) -> str:
     return "met" if value >= target else "NOT"
 
 
-def parse_mechanisms(text: str) -> list[str]:
-    """``"laplace,dptext"`` -> ``["laplace", "dptext"]``, each in MECHANISMS."""
-    names = [v.strip() for v in text.split(",") if v.strip()]
-    if not names or any(n not in MECHANISMS for n in names):
-        raise argparse.ArgumentTypeError(
-            f"expected a comma-separated subset of {','.join(MECHANISMS)}, got {text!r}"
-        )
-    return list(dict.fromkeys(names))
+def subset_of(allowed: Sequence[str]):
+    """An argparse type: ``"a,b"`` -> ``["a", "b"]``, each in ``allowed``, once."""
+
+    def parse(text: str) -> list[str]:
+        names = [v.strip() for v in text.split(",") if v.strip()]
+        if not names or any(n not in allowed for n in names):
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated subset of {','.join(allowed)}, "
+                f"got {text!r}"
+            )
+        return list(dict.fromkeys(names))
+
+    return parse
 
 
-def parse_streams(text: str) -> list[str]:
-    """``"splitmix64"`` -> ``["splitmix64"]``, each in PRNG_IMPLS."""
-    names = [v.strip() for v in text.split(",") if v.strip()]
-    if not names or any(n not in PRNG_IMPLS for n in names):
-        raise argparse.ArgumentTypeError(
-            f"expected a comma-separated subset of {','.join(PRNG_IMPLS)}, got {text!r}"
-        )
-    return list(dict.fromkeys(names))
+parse_mechanisms = subset_of(MECHANISMS)
+parse_streams = subset_of(PRNG_IMPLS)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
