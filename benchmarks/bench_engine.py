@@ -82,8 +82,8 @@ from baselines import (
     reference_port,
 )
 
-from mcdp.analytic import exact_e2
-from mcdp.estimators import MAJORITY_VOTE
+from mcdp.attacks import MAJORITY_VOTE
+from mcdp.exact import exact_e2
 from mcdp.mechanisms import get_mechanism
 from mcdp.sampling import (
     BLOCK_DRAWS,

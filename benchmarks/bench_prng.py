@@ -49,7 +49,7 @@ import numpy as np
 from _common import best_of, environment, environment_line, parse_ints, write_json
 
 from mcdp import prng
-from mcdp.estimators import MAJORITY_VOTE
+from mcdp.attacks import MAJORITY_VOTE
 from mcdp.mechanisms import get_mechanism
 from mcdp.mechanisms._base import standard_laplace
 from mcdp.sampling import (

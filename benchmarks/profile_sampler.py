@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from _common import best_of, environment, environment_line
 
-from mcdp.estimators import MAJORITY_VOTE
+from mcdp.attacks import MAJORITY_VOTE
 from mcdp.mechanisms import get_mechanism
 from mcdp.mechanisms._base import uniform_midpoint
 from mcdp.sampling import PRNG_IMPLS, count_outcomes, key

@@ -1,41 +1,60 @@
-"""mcdp: a JAX-accelerated Monte-Carlo privacy-loss estimator with confidence bounds."""
+"""mcdp: a JAX-accelerated Monte-Carlo privacy-loss estimator with confidence bounds.
 
-from mcdp._provenance import __version__ as __version__
-from mcdp.analytic import ExactE2, exact_e2
-from mcdp.estimators import MAJORITY_VOTE, Attack
-from mcdp.experiments import (
-    AuditResult,
-    GridSpec,
-    TargetWidthResult,
+The public API; the README's "Architecture" section says which module holds what.
+"""
+
+from mcdp.attacks import ATTACKS, MAJORITY_VOTE, Attack, AttackContext, get_attack
+from mcdp.auditing import (
     audit,
+    audit_delta,
+    audit_delta_iter,
     audit_iter,
     audit_to_width,
     audit_to_width_iter,
     draws_for_target,
-    run_grid,
 )
+from mcdp.exact import ExactE2, exact_delta, exact_e2
+from mcdp.experiments import E4Spec, GridSpec, run_grid
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
+from mcdp.records import (
+    AuditResult,
+    DeltaAuditResult,
+    ProfilePoint,
+    Provenance,
+    TargetWidthResult,
+)
+from mcdp.records import __version__ as __version__
 from mcdp.sampling import count_outcomes, iter_counts
 from mcdp.statistics import Estimate, clopper_pearson, loss_estimate
 
 __all__ = [
+    "ATTACKS",
     "MAJORITY_VOTE",
     "MECHANISMS",
     "Attack",
+    "AttackContext",
     "AuditResult",
+    "DeltaAuditResult",
+    "E4Spec",
     "Estimate",
     "ExactE2",
     "GridSpec",
     "Mechanism",
+    "ProfilePoint",
+    "Provenance",
     "TargetWidthResult",
     "audit",
+    "audit_delta",
+    "audit_delta_iter",
     "audit_iter",
     "audit_to_width",
     "audit_to_width_iter",
     "clopper_pearson",
     "count_outcomes",
     "draws_for_target",
+    "exact_delta",
     "exact_e2",
+    "get_attack",
     "get_mechanism",
     "iter_counts",
     "loss_estimate",

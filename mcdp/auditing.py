@@ -1,66 +1,73 @@
-r"""(epsilon, delta) audits: how large must delta be for the observed outputs?
+r"""Every audit: the sanity check, the sanity check to a target width, and the
+(epsilon, delta) audit. Each takes a mechanism (a registered name or a
+:class:`~mcdp.mechanisms.Mechanism`) and an attack (a name of
+:data:`mcdp.attacks.ATTACKS` or an :class:`~mcdp.attacks.Attack`).
 
-For neighbouring inputs :math:`x, x'` and any event :math:`S`, (epsilon, delta)-DP
-requires :math:`P[M(x) \in S] - e^\varepsilon P[M(x') \in S] \le \delta`, in both
-orders. An attack maps each output to an *ordered* outcome (the higher, the more the
-output speaks for :math:`x`); its events are the upper sets :math:`\{o \ge k\}` and
-the lower sets :math:`\{o < k\}`, :math:`k = 1, \dots, K`. From the counts, each
-:math:`P_a[o \ge k]` (for :math:`a = x, x'`) gets a two-sided Clopper–Pearson
-interval at confidence :math:`1 - \alpha/(2K)`; all :math:`2K` intervals hold at once
-with probability :math:`\ge 1 - \alpha` (Bonferroni), so
+* :func:`audit` / :func:`audit_iter`: the ACL 2022 sanity check on :math:`D = 0^d`
+  and :math:`D' = 1^d`; the privacy loss of a two-outcome attack with its interval
+  (README, "The estimate").
+* :func:`audit_to_width` / :func:`audit_to_width_iter`: the same, in rounds, until
+  the loss interval is narrow enough; :func:`draws_for_target` predicts the draws
+  before the run.
+* :func:`audit_delta` / :func:`audit_delta_iter`: a claimed (epsilon, delta) on one
+  pair; the privacy profile :math:`\delta(\varepsilon)` of the attack's events
+  (:func:`mcdp.statistics.delta_bounds`).
 
-.. math:: \delta_{\mathrm{lower}}(\varepsilon) = \max\Bigl(0, \max_{S, \text{order}}
-   P_{\mathrm{lo}}[M(x) \in S] - e^\varepsilon P_{\mathrm{hi}}[M(x') \in S]\Bigr)
-
-is a lower confidence bound on the smallest delta consistent with (epsilon,
-delta)-DP, simultaneously for every epsilon (the privacy profile). The thresholds
-and events are fixed before sampling, so no selection correction beyond Bonferroni
-is needed.
-
-Attacks: ``majority`` (SPEC E2), ``support`` (an output outside :math:`x' +
-[-A, A]^d` is impossible under :math:`x'`; for bounded noise; that probability is
-taken as 0 from the declared support, so the bound does not need
-:math:`e^\varepsilon` draws), ``lr`` (the exact
-privacy loss :math:`\ln p(y|x) - \ln p(y|x')` binned at fixed thresholds; for
-mechanisms with a known density).
+This module and :mod:`mcdp.cli` are the only places that turn integer seeds into
+keys: an audit's key is :func:`mcdp.sampling.cell_key` of the seed and the audit's
+identity, so it gives the same counts alone or inside a grid, in any order. An
+attack's preparation draws (if any) come from ``fold_in(key, ATTACK_KEY_TAG)``, a
+key that the counted draws (``fold_in(fold_in(key, input), block)``) never use.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
-import zlib
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from scipy import stats
 
 from mcdp import _validate
-from mcdp._provenance import provenance
-from mcdp.analytic import exact_e2
-from mcdp.estimators import MAJORITY_VOTE, Attack
-from mcdp.mechanisms import Mechanism, get_mechanism
-from mcdp.sampling import DTYPES, PRNG_IMPL, iter_counts
-from mcdp.sampling import key as sampling_key
-from mcdp.statistics import loss_from_probabilities, loss_range
+from mcdp._progress import progress_bar
+from mcdp.attacks import MAJORITY_VOTE, Attack, AttackContext, bind, get_attack
+from mcdp.exact import ExactE2, exact_e2
+from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
+from mcdp.records import (
+    AuditResult,
+    DeltaAuditResult,
+    ProfilePoint,
+    TargetWidthResult,
+    provenance,
+)
+from mcdp.sampling import BLOCK_DRAWS, DTYPES, PRNG_IMPL, cell_key, iter_counts
+from mcdp.statistics import (
+    NUM_ROWS,
+    SEARCH_LIMIT,
+    DrawsNeeded,
+    delta_bounds,
+    draws_for_width,
+    draws_needed,
+    loss_estimate,
+)
 
+SANITY_CHECK = "acl2022"  # the first part of a sanity check's identity: fixed
 PAIRS = ("zeros-ones", "axis", "diagonal")
-ATTACKS = ("majority", "support", "lr")
 PROFILE_EPSILONS = tuple(np.round(np.linspace(0.0, 1.0, 11), 10)) + (
     1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0,
 )  # fmt: skip
-LR_GRID = 24  # evenly spaced thresholds on each side, besides the epsilons
+FIRST_DRAWS = 1 << 17  # the first round of audit_to_width, per dataset
+MAX_DRAWS = 10**10  # the budget of audit_to_width, per dataset
+ATTACK_KEY_TAG = 0x41545441  # fold_in(key, this): the attack's own draws
 
 
 def make_pair(name: str, dim: int, clip: float = 1.0) -> np.ndarray:
     r"""A named neighbouring pair as a ``(2, d)`` array.
 
-    * ``zeros-ones``: :math:`0^d` and :math:`1^d` (SPEC E2);
+    * ``zeros-ones``: :math:`0^d` and :math:`1^d` (the sanity check);
     * ``axis``: :math:`+C e_1` and :math:`-C e_1` (the L∞ worst case of clipped
       embeddings, :math:`\lVert x - x'\rVert_2 = 2C`);
     * ``diagonal``: :math:`\pm (C/\sqrt d)(1, \dots, 1)` (the L1 worst case,
@@ -79,277 +86,522 @@ def make_pair(name: str, dim: int, clip: float = 1.0) -> np.ndarray:
     return np.stack([ones, -ones])
 
 
-@functools.cache
-def likelihood_ratio_attack(mechanism: Mechanism, num_thresholds: int) -> Attack:
-    """Outcome = how many of the sorted thresholds the privacy loss reaches.
-
-    ``aux = (tx, tx_prime, params, thresholds)`` with the transformed (clipped)
-    inputs. Cached, so equal arguments give the same (hashable) attack and the
-    engine compiles once.
-    """
-    if mechanism.privacy_loss is None:
-        raise ValueError(
-            "attack 'lr' needs a mechanism with a known density, "
-            f"not {mechanism.name!r}."
-        )
-    loss_fn = mechanism.privacy_loss
-
-    def guess(y, aux):
-        tx, tx_prime, params, thresholds = aux
-        loss = loss_fn(y, tx, tx_prime, params)
-        return jnp.searchsorted(thresholds, loss, side="right").astype(jnp.int32)
-
-    return Attack("lr", num_thresholds + 1, guess)
+def _mechanism(mechanism: str | Mechanism) -> Mechanism:
+    if isinstance(mechanism, Mechanism):
+        return mechanism
+    return get_mechanism(mechanism)
 
 
-def _support_guess(y, aux):
-    """0: outside the support of x only (speaks for x'); 2: outside that of x' only
-    (speaks for x); 1: otherwise."""
-    tx, tx_prime, bound = aux
-    tx = jnp.broadcast_to(tx, y.shape)
-    tx_prime = jnp.broadcast_to(tx_prime, y.shape)
-    in_x = jnp.all(jnp.abs(y - tx) <= bound, axis=-1)
-    in_x_prime = jnp.all(jnp.abs(y - tx_prime) <= bound, axis=-1)
-    only_x = in_x & ~in_x_prime
-    only_x_prime = in_x_prime & ~in_x
-    return jnp.where(only_x, 2, jnp.where(only_x_prime, 0, 1)).astype(jnp.int32)
-
-
-SUPPORT_TEST = Attack("support", 3, _support_guess)
-
-
-def lr_thresholds(epsilons: Sequence[float]) -> np.ndarray:
-    """Fixed thresholds: :math:`\\pm\\varepsilon` for every epsilon of interest (the
-    Neyman–Pearson optimal events :math:`\\{L \\ge \\varepsilon\\}`), 0, and an even
-    grid
-    in between."""
-    top = max(epsilons, default=1.0) or 1.0
-    grid = np.linspace(-top, top, 2 * LR_GRID + 1)
-    values = np.concatenate([grid, np.asarray(epsilons), -np.asarray(epsilons), [0.0]])
-    return np.unique(np.round(values, 12))
-
-
-@dataclasses.dataclass(frozen=True)
-class DeltaBounds:
-    """Simultaneous intervals for :math:`P_a[o \\ge k]` and the delta they imply."""
-
-    counts: np.ndarray  # (2, num_outcomes)
-    lower: np.ndarray  # (2, K) CP lower bounds of P[o >= k], k = 1..K
-    upper: np.ndarray  # (2, K)
-    rate: np.ndarray  # (2, K) point estimates
-    confidence: float
-
-    def delta(self, epsilon: float) -> tuple[float, float, float]:
-        r"""``(estimate, lower, upper)`` of the attack's delta at ``epsilon``: the
-        largest :math:`P[M(x) \in S] - e^\varepsilon P[M(x') \in S]` over its events
-        and both orders. ``lower`` and ``upper`` hold together with the stated
-        confidence; the lower bound is the verdict. The estimate plugs in the
-        observed rates; where :math:`e^\varepsilon` is large against the number of
-        draws, unobserved events make it biased upward."""
-        return (
-            _delta(self.rate, self.rate, epsilon),
-            _delta(self.lower, self.upper, epsilon),
-            _delta(self.upper, self.lower, epsilon),
-        )
-
-    def loss(self) -> tuple[float, float, float]:
-        r"""``(estimate, lower, upper)`` of the attack's privacy loss: the log ratio
-        of an event's probabilities under the two inputs, maximised over the events
-        (for a two-outcome attack, the loss of SPEC E2), on the same simultaneous
-        intervals."""
-        value, lower, upper = 0.0, 0.0, 0.0
-        for k in range(self.rate.shape[1]):
-            box_x = (self.lower[0, k], self.upper[0, k])
-            box_x_prime = (self.lower[1, k], self.upper[1, k])
-            low, high = loss_range(box_x, box_x_prime)
-            rate = loss_from_probabilities(self.rate[0, k], self.rate[1, k])
-            value, lower, upper = max(value, rate), max(lower, low), max(upper, high)
-        return value, lower, upper
-
-
-def _delta(low: np.ndarray, high: np.ndarray, epsilon: float) -> float:
-    factor = math.exp(epsilon)
-    (lx, lxp), (hx, hxp) = low, high
-    candidates = [
-        lx - factor * hxp,  # S = {o >= k}, order (x, x')
-        lxp - factor * hx,  # S = {o >= k}, order (x', x)
-        (1 - hx) - factor * (1 - lxp),  # S = {o < k}, order (x, x')
-        (1 - hxp) - factor * (1 - lx),  # S = {o < k}, order (x', x)
-    ]
-    return float(max(0.0, max(np.max(c) for c in candidates)))
-
-
-def delta_bounds(
-    counts, confidence: float = 0.95, *, impossible: Sequence[tuple[int, int]] = ()
-) -> DeltaBounds:
-    """Clopper–Pearson intervals for every upper set of both inputs' outcome counts,
-    Bonferroni-corrected over the ``2K`` intervals.
-
-    ``impossible`` lists ``(input, outcome)`` cells that the mechanism's declared
-    support makes impossible (the support test: an output outside ``x' + [-A, A]^d``
-    cannot come from ``x'``). Where such a cell was indeed never observed, its
-    probability is 0 exactly rather than bounded by Clopper–Pearson; a nonzero count
-    there (an implementation outside its declared support) keeps the empirical bound.
-    """
-    counts = np.asarray(counts, dtype=np.int64)
-    if counts.ndim != 2 or counts.shape[0] != 2 or counts.shape[1] < 2:
-        raise ValueError(
-            f"Expected counts of shape (2, K + 1) with K >= 1, got {counts.shape}."
-        )
-    n = counts.sum(axis=1)
-    k_max = counts.shape[1] - 1
-    alpha = (1 - confidence) / (2 * k_max)  # per two-sided interval
-    tail = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1][:, 1:]  # P[o >= k] counts
-    lower = np.where(
-        tail == 0, 0.0, stats.beta.ppf(alpha / 2, tail, n[:, None] - tail + 1)
+def _bind(
+    attack: str | Attack,
+    mech: Mechanism,
+    pair: np.ndarray,
+    params: Any,
+    epsilons: Sequence[float],
+    dtype: str,
+    key: jax.Array,
+) -> tuple[Attack, Any]:
+    """The attack prepared for this audit, before any counted draw."""
+    context = AttackContext(
+        mechanism=mech,
+        pair=pair,
+        transformed=mech.transformed(pair, params),
+        params=params,
+        epsilons=tuple(epsilons),
+        dtype=dtype,
+        key=jax.random.fold_in(key, ATTACK_KEY_TAG),
     )
-    upper = np.where(
-        tail == n[:, None],
-        1.0,
-        stats.beta.ppf(1 - alpha / 2, tail + 1, n[:, None] - tail),
+    return bind(get_attack(attack), context)
+
+
+# --- the sanity check --------------------------------------------------------------
+
+
+def validate_audit(
+    epsilon, dim, draws, seed, confidence, dtype
+) -> tuple[float, int, int, int, float, str]:
+    """Checks the arguments of :func:`audit`; raises one-line :class:`ValueError`."""
+    return (
+        _validate.positive("epsilon", epsilon),
+        _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM),
+        _validate.integer("draws", draws, low=1, high=_validate.MAX_DRAWS),
+        _validate.integer("seed", seed, low=0, high=_validate.MAX_SEED),
+        _validate.open_unit("confidence", confidence),
+        _validate.one_of("dtype", dtype, DTYPES),
     )
-    for row, outcome in impossible:
-        if counts[row, outcome] != 0:
-            continue
-        if outcome == k_max:  # the top outcome: P[o >= K] = 0
-            upper[row, k_max - 1] = 0.0
-        elif outcome == 0:  # the bottom outcome: P[o >= 1] = 1
-            lower[row, 0] = 1.0
-    return DeltaBounds(counts, lower, upper, tail / n[:, None], confidence)
 
 
-def gaussian_delta(epsilon: float, sigma: float, distance: float) -> float:
-    r"""Exact privacy profile of the Gaussian mechanism (Balle & Wang 2018, Thm 8):
-    :math:`\Phi(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta})
-    - e^\varepsilon \Phi(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta})`,
-    with :math:`\Delta = \lVert x - x'\rVert_2`; in log space for large epsilon."""
-    if distance == 0:
-        return 0.0
-    a = distance / (2 * sigma)
-    b = epsilon * sigma / distance
-    first = stats.norm.cdf(a - b)
-    second = math.exp(epsilon + stats.norm.logcdf(-a - b))
-    return max(0.0, float(first - second))
+class _SanityCheck(NamedTuple):
+    """Everything a sanity check fixes before its first draw."""
 
-
-def laplace_delta(epsilon: float, scale: float, distance: float) -> float:
-    r"""Exact privacy profile of one-dimensional Laplace noise of scale :math:`b` for a
-    shift :math:`\Delta`: :math:`\max(0, 1 - e^{(\varepsilon - \Delta/b)/2})`. It is
-    the profile of the ``axis`` pair, which differs in one coordinate."""
-    return max(0.0, 1 - math.exp((epsilon - distance / scale) / 2))
-
-
-def exact_delta(mechanism: Mechanism, params: Any, pair: np.ndarray, epsilon: float):
-    """The mechanism's exact delta(epsilon) on the pair where a closed form is known
-    (Gaussian: any pair; Laplace noise: pairs differing in one coordinate), or
-    None."""
-    return _exact_delta(mechanism, params, _transform(mechanism, pair, params), epsilon)
-
-
-def _exact_delta(mechanism: Mechanism, params: Any, tx: np.ndarray, epsilon: float):
-    """:func:`exact_delta` on the already transformed (clipped) pair ``tx``."""
-    diff = tx[0] - tx[1]
-    if mechanism.name == "gaussian":
-        return gaussian_delta(epsilon, float(params.sigma), float(np.linalg.norm(diff)))
-    laplace_family = ("laplace", "adept", "adept-l1", "adept-true-sensitivity")
-    if mechanism.name in laplace_family and np.count_nonzero(diff) <= 1:
-        return laplace_delta(epsilon, float(params.scale), float(np.abs(diff).sum()))
-    return None
-
-
-def _transform(mechanism: Mechanism, pair: np.ndarray, params: Any) -> np.ndarray:
-    if mechanism.transform is None:
-        return np.asarray(pair, dtype=np.float64)
-    host = jax.tree.map(np.asarray, params)
-    return np.asarray(mechanism.transform(np.asarray(pair, dtype=np.float64), host))
-
-
-def _attack_and_aux(mechanism, attack: str, tx: np.ndarray, params, epsilons, dtype):
-    if attack == "majority":
-        return MAJORITY_VOTE, None
-    eps = np.finfo(dtype).eps
-    if attack == "support":
-        if mechanism.noise_bound is None:
-            raise ValueError(
-                f"attack 'support' needs bounded noise; {mechanism.name!r} has none."
-            )
-        bound = float(mechanism.noise_bound(jax.tree.map(np.asarray, params)))
-        # outputs computed as tx + eta can land a few ulps past tx +- A: widen the
-        # box by that much (a fixed event either way, so the bound stays valid)
-        slack = 8 * eps * (np.abs(tx).max() + bound)
-        return SUPPORT_TEST, (tx[0], tx[1], bound + slack)
-    thresholds = lr_thresholds(epsilons)
-    lr = likelihood_ratio_attack(mechanism, len(thresholds))
-    # A loss atom can sit exactly on a threshold (Laplace at its calibration has
-    # atoms at +-epsilon); rounding would split it differently under x and x' (their
-    # outputs lie on different float grids), a distinguisher of rounding, not of the
-    # mechanism. Cut a hair below each threshold: the events stay fixed in advance.
-    cut = thresholds - math.sqrt(eps) * np.maximum(1.0, np.abs(thresholds))
-    return lr, (tx[0], tx[1], params, cut)
-
-
-@dataclasses.dataclass(frozen=True)
-class DeltaAuditResult:
-    """An (epsilon, delta) audit of one mechanism on one pair with one attack."""
-
-    mechanism: str
+    mechanism: Mechanism
     epsilon: float
     dim: int
-    draws: int
-    seed: int
-    pair: str
-    attack: str
-    clip: float
-    counts: list[list[int]]
-    confidence: float
-    loss: float
-    loss_lower: float
-    loss_upper: float
-    exact: float | None
-    delta_claimed: float
-    delta_estimate: float
-    delta_lower: float
-    delta_upper: float
-    delta_exact: float | None
-    violated: bool
-    profile: list[dict[str, Any]]
-    seconds: float
+    nan_policy: str | None
+    params: Any
+    key: jax.Array
+    pair: np.ndarray
+    attack: Attack
+    aux: Any
+    exact: ExactE2 | None
     dtype: str
-    interrupted: bool
-    mcdp_version: str
-    jax_version: str
-    backend: str
-    x64: bool
-    prng_impl: str  # the stream of the seed (mcdp.prng.STREAMS)
+    prng: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
-    def __str__(self) -> str:
-        exact = "unknown" if self.delta_exact is None else f"{self.delta_exact:.4g}"
-        verdict = "VIOLATED" if self.violated else "not refuted"
-        return "\n".join(
-            [
-                f"{self.mechanism} on the {self.pair} pair (d = {self.dim}, C = "
-                f"{self.clip:g}), {self.attack} attack: {self.draws:,} draws per input "
-                f"(seed {self.seed}, {self.dtype})",
-                f"claimed (epsilon, delta) = "
-                f"({self.epsilon:g}, {self.delta_claimed:.4g})",
-                f"delta at epsilon = {self.epsilon:g}: "
-                f"estimate {self.delta_estimate:.4g}, {self.confidence:.0%} lower "
-                f"bound {self.delta_lower:.4g}, exact {exact}",
-                f"claim {verdict}"
-                + (
-                    " (the lower bound exceeds the claimed delta)"
-                    if self.violated
-                    else ""
-                ),
-                f"{self.seconds:.1f} s on {self.backend}",
-            ]
+def _sanity_check(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    *,
+    seed: int,
+    nan_policy: str | None,
+    params: Any,
+    attack: str | Attack,
+    dtype: str,
+    prng: str,
+) -> _SanityCheck:
+    mech = _mechanism(mechanism)
+    if nan_policy is not None and not mech.nan_policies:
+        raise ValueError(
+            f"nan_policy (--nan-policy) applies only to mechanisms with NaN policies "
+            f"({', '.join(n for n, m in MECHANISMS.items() if m.nan_policies)}), "
+            f"not to {mech.name!r}."
+        )
+    if mech.nan_policies:
+        nan_policy = _validate.one_of(
+            "nan_policy", nan_policy or mech.nan_policies[0], mech.nan_policies
+        )
+    if params is None:
+        options = {"nan_policy": nan_policy} if mech.nan_policies else {}
+        params = mech.sanity_check_params(epsilon, dim, **options)
+    identity = (
+        f"{SANITY_CHECK}/{mech.name}/{float(epsilon)!r}/{int(dim)}/{nan_policy or ''}"
+    )
+    key = cell_key(seed, identity, prng)
+    pair = make_pair("zeros-ones", dim)
+    bound, aux = _bind(attack, mech, pair, params, (epsilon,), dtype, key)
+    if bound.num_outcomes != 2:
+        raise ValueError(
+            f"Expected a two-outcome attack for the sanity check, got {bound.name!r} "
+            f"with {bound.num_outcomes} outcomes; audit_delta takes any attack."
+        )
+    exact = exact_e2(mech, params, dim) if bound == MAJORITY_VOTE else None
+    return _SanityCheck(
+        mech, epsilon, dim, nan_policy, params, key, pair, bound, aux, exact, dtype,
+        prng,
+    )  # fmt: skip
+
+
+def _count(check: _SanityCheck, draws: int, resume=None):
+    return iter_counts(
+        check.key,
+        check.mechanism,
+        check.attack,
+        check.pair,
+        check.params,
+        draws,
+        dtype=check.dtype,
+        aux=check.aux,
+        resume=resume,
+    )
+
+
+def _result(
+    check: _SanityCheck,
+    draws: int,
+    seed: int,
+    counts: np.ndarray,
+    confidence: float,
+    seconds: float,
+    interrupted: bool,
+) -> AuditResult:
+    counts_list = [[int(c) for c in row] for row in counts]
+    estimate = loss_estimate(counts_list, confidence)
+    mech, exact = check.mechanism, check.exact
+    claimed = {"epsilon-DP": check.epsilon, "0-DP": 0.0}.get(mech.claim)
+    return AuditResult(
+        mechanism=mech.name,
+        epsilon=check.epsilon,
+        dim=check.dim,
+        draws=draws,
+        seed=seed,
+        counts=counts_list,
+        loss=estimate.value,
+        loss_lower=estimate.lower,
+        loss_upper=estimate.upper,
+        confidence=confidence,
+        exact=None if exact is None else exact.loss,
+        seconds=round(seconds, 4),
+        dtype=check.dtype,
+        nan_policy=check.nan_policy,
+        guess1_rate=[row[1] / draws for row in counts_list],
+        exact_guess1=None if exact is None else [exact.p1, exact.q1],
+        exact_log_guess1=None if exact is None else [exact.log_p1, exact.log_q1],
+        claim=mech.claim,
+        violated=None if claimed is None else bool(estimate.lower > claimed),
+        interrupted=interrupted,
+        attack=check.attack.name,
+        **provenance(check.dtype, check.prng),
+    )
+
+
+def audit_iter(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    draws: int,
+    *,
+    attack: str | Attack = "majority",
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    nan_policy: str | None = None,
+    params: Any = None,
+    prng: str = PRNG_IMPL,
+) -> Iterator[AuditResult]:
+    """Like :func:`audit`, but yields a result after every compiled call (the last one
+    is final, the others are marked ``interrupted``)."""
+    epsilon, dim, draws, seed, confidence, dtype = validate_audit(
+        epsilon, dim, draws, seed, confidence, dtype
+    )
+    check = _sanity_check(
+        mechanism, epsilon, dim, seed=seed, nan_policy=nan_policy, params=params,
+        attack=attack, dtype=dtype, prng=prng,
+    )  # fmt: skip
+    start = time.perf_counter()
+    for progress in _count(check, draws):
+        yield _result(
+            check,
+            progress.draws,
+            seed,
+            progress.counts,
+            confidence,
+            time.perf_counter() - start,
+            interrupted=progress.draws < draws,
         )
 
 
-def audit_delta(
+def audit(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    draws: int,
+    *,
+    attack: str | Attack = "majority",
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    nan_policy: str | None = None,
+    params: Any = None,
+    progress: bool = False,
+    prng: str = PRNG_IMPL,
+) -> AuditResult:
+    """Runs the ACL 2022 sanity check for one mechanism, epsilon and d.
+
+    Args:
+      mechanism: a registered name (see ``mcdp.MECHANISMS``) or a :class:`Mechanism`.
+      epsilon: the privacy budget, finite and > 0.
+      dim: d, the dimension of ``D = 0^d`` and ``D' = 1^d``.
+      draws: mechanism runs per dataset (``1e8`` is accepted).
+      attack: a two-outcome attack: ``"majority"`` (default; the paper's) or an
+        :class:`~mcdp.attacks.Attack`; the exact loss is known for the majority vote
+        only.
+      seed: the integer seed; with the same seed the counts do not depend on the
+        chunk size.
+      confidence: joint confidence of the loss interval.
+      dtype: ``"float64"`` (default) or ``"float32"`` (cuts the Laplace tails at ~16 b).
+      nan_policy: DPText only: ``"zero"`` (default), ``"resample"`` or ``"nan"``.
+      params: the mechanism's parameters; default: its ``e2_params``.
+      progress: show a progress bar on a terminal for runs longer than 2 s.
+      prng: the stream of the seed: ``"threefry4x32"`` (default) or the faster,
+        weaker ``"splitmix64"`` (see :mod:`mcdp.prng`).
+
+    Returns:
+      An :class:`~mcdp.records.AuditResult`.
+
+    Raises:
+      ValueError: an argument is out of range; the message names it.
+    """
+    runs = audit_iter(
+        mechanism, epsilon, dim, draws, attack=attack, seed=seed,
+        confidence=confidence, dtype=dtype, nan_policy=nan_policy, params=params,
+        prng=prng,
+    )  # fmt: skip
+    with progress_bar(progress, total=int(draws), desc=str(mechanism)) as bar:
+        result = None
+        for result in runs:
+            bar.update(result.draws - bar.n)
+    assert result is not None
+    return result
+
+
+# --- the sanity check to a target width -------------------------------------------
+
+
+def draws_for_target(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    target_width: float,
+    *,
+    attack: str | Attack = "majority",
+    confidence: float = 0.95,
+    nan_policy: str | None = None,
+    params: Any = None,
+) -> int | float | None:
+    """The draws per dataset that the sanity check needs for a loss interval at most
+    ``target_width`` wide, computed before any draw from the exact probabilities.
+
+    Args:
+      mechanism: a registered name or a :class:`Mechanism`.
+      epsilon: the privacy budget, finite and > 0.
+      dim: d.
+      target_width: the wanted width of the loss interval, > 0.
+      attack: the attack (see :func:`audit`).
+      confidence: joint confidence of the interval.
+      nan_policy: DPText only.
+      params: the mechanism's parameters; default: its ``e2_params``.
+
+    Returns:
+      A multiple of :data:`mcdp.sampling.BLOCK_DRAWS` (the width that counts at
+      their expectations would give, :func:`mcdp.statistics.draws_for_width`);
+      ``inf`` where no number of draws up to
+      :data:`mcdp.statistics.SEARCH_LIMIT` reaches the target (every number, where
+      the exact loss is infinite); ``None`` where the exact probabilities are not
+      known (no closed form, or an attack other than the majority vote).
+
+    Raises:
+      ValueError: an argument is out of range; the message names it.
+    """
+    target_width = _validate.positive("target_width", target_width)
+    epsilon = _validate.positive("epsilon", epsilon)
+    dim = _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM)
+    confidence = _validate.open_unit("confidence", confidence)
+    check = _sanity_check(
+        mechanism, epsilon, dim, seed=0, nan_policy=nan_policy, params=params,
+        attack=attack, dtype="float64", prng=PRNG_IMPL,
+    )  # fmt: skip
+    if check.exact is None:
+        return None
+    return draws_for_width(
+        check.exact.p1, check.exact.q1, target_width, confidence, step=BLOCK_DRAWS
+    )
+
+
+def audit_to_width_iter(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    target_width: float,
+    *,
+    max_draws: int = MAX_DRAWS,
+    first_draws: int = FIRST_DRAWS,
+    attack: str | Attack = "majority",
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    nan_policy: str | None = None,
+    params: Any = None,
+    prng: str = PRNG_IMPL,
+) -> Iterator[TargetWidthResult]:
+    """Like :func:`audit_to_width`, but yields a result after every compiled call.
+
+    Every item but the last has ``audit.interrupted`` set (the run goes on); an item
+    that ends a round has ``audit.draws == round_draws``.
+    """
+    target_width = _validate.positive("target_width", target_width)
+    max_draws = _validate.integer(
+        "max_draws", max_draws, low=1, high=_validate.MAX_DRAWS
+    )
+    first_draws = _validate.integer("first_draws", first_draws, low=1, high=max_draws)
+    epsilon, dim, _, seed, confidence, dtype = validate_audit(
+        epsilon, dim, first_draws, seed, confidence, dtype
+    )
+    check = _sanity_check(
+        mechanism, epsilon, dim, seed=seed, nan_policy=nan_policy, params=params,
+        attack=attack, dtype=dtype, prng=prng,
+    )  # fmt: skip
+    exact_needed = None
+    if check.exact is not None:
+        exact_needed = draws_for_width(
+            check.exact.p1, check.exact.q1, target_width, confidence, step=BLOCK_DRAWS
+        )
+    start = time.perf_counter()
+    rounds: list[int] = []
+    last = None  # the counts at the end of the last round
+    goal = min(max_draws, _whole_blocks(first_draws))
+    while True:
+        for progress in _count(check, goal, resume=last):
+            result = _result(
+                check,
+                progress.draws,
+                seed,
+                progress.counts,
+                confidence,
+                time.perf_counter() - start,
+                interrupted=True,
+            )
+            width = result.width
+            needed = draws_needed(
+                result.counts, target_width, confidence, step=BLOCK_DRAWS
+            )
+            done = progress.draws == goal
+            if done:
+                rounds.append(goal)
+                last = progress
+            final = done and (width <= target_width or goal >= max_draws)
+            if final:
+                result = dataclasses.replace(result, interrupted=False)
+            yield TargetWidthResult(
+                audit=result,
+                target_width=target_width,
+                max_draws=max_draws,
+                round_draws=goal,
+                width=width,
+                target_met=width <= target_width,
+                rounds=list(rounds),
+                draws_needed=needed.draws,
+                draws_needed_is_lower_bound=needed.lower_bound,
+                draws_needed_exact=exact_needed,
+                outcome=_outcome(
+                    result, width, target_width, max_draws, rounds, needed, final
+                ),
+            )
+        if final:
+            return
+        # at least double (few rounds whatever the predictions), at most the budget
+        goal = min(max_draws, max(2 * goal, needed.draws))
+
+
+def audit_to_width(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    dim: int,
+    target_width: float,
+    *,
+    max_draws: int = MAX_DRAWS,
+    first_draws: int = FIRST_DRAWS,
+    attack: str | Attack = "majority",
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    nan_policy: str | None = None,
+    params: Any = None,
+    progress: bool = False,
+    prng: str = PRNG_IMPL,
+) -> TargetWidthResult:
+    """Runs the sanity check in rounds until the loss interval is at most
+    ``target_width`` wide or ``max_draws`` draws per dataset are done.
+
+    Each round goes on from the counts of the one before (nothing is drawn twice)
+    and ends on a whole number of :data:`mcdp.sampling.BLOCK_DRAWS` blocks, except
+    a last round cut at ``max_draws``; the counts after ``n`` draws are those of
+    ``audit(..., draws=n)`` with the same seed. The first round has ``first_draws``
+    (rounded up to whole blocks); after a round whose interval is too wide, the
+    next one ends where the counts predict the target is met
+    (:func:`mcdp.statistics.draws_needed`), at least at twice the draws so far and
+    at most at ``max_draws``. The target is checked only at the end of a round, so
+    where a run stops depends on the counts alone, not on devices or call sizes.
+
+    Args:
+      mechanism: a registered name (see ``mcdp.MECHANISMS``) or a :class:`Mechanism`.
+      epsilon: the privacy budget, finite and > 0.
+      dim: d, the dimension of ``D = 0^d`` and ``D' = 1^d``.
+      target_width: the wanted width of the loss interval, ``loss_upper -
+        loss_lower``, > 0.
+      max_draws: the budget, draws per dataset (default 1e10).
+      first_draws: draws per dataset of the first round (default 2**17),
+        at most ``max_draws``.
+      attack: a two-outcome attack (see :func:`audit`).
+      seed: the integer seed.
+      confidence: joint confidence of the loss interval.
+      dtype: ``"float64"`` (default) or ``"float32"``.
+      nan_policy: DPText only: ``"zero"`` (default), ``"resample"`` or ``"nan"``.
+      params: the mechanism's parameters; default: its ``e2_params``.
+      progress: show a progress bar of each round on a terminal.
+      prng: the stream of the seed (see :func:`audit`).
+
+    Returns:
+      A :class:`~mcdp.records.TargetWidthResult`: ``target_met`` false means the
+      budget ran out first, and ``draws_needed`` says how many draws the target
+      would take.
+
+    Raises:
+      ValueError: an argument is out of range; the message names it.
+    """
+    runs = audit_to_width_iter(
+        mechanism, epsilon, dim, target_width, max_draws=max_draws,
+        first_draws=first_draws, attack=attack, seed=seed, confidence=confidence,
+        dtype=dtype, nan_policy=nan_policy, params=params, prng=prng,
+    )  # fmt: skip
+    with progress_bar(progress, total=0, desc=str(mechanism)) as bar:
+        result = None
+        for result in runs:
+            bar.total = result.round_draws
+            bar.update(result.audit.draws - bar.n)
+    assert result is not None
+    return result
+
+
+def _whole_blocks(draws: int) -> int:
+    return -(-draws // BLOCK_DRAWS) * BLOCK_DRAWS
+
+
+def _outcome(
+    result: AuditResult,
+    width: float,
+    target_width: float,
+    max_draws: int,
+    rounds: list[int],
+    needed: DrawsNeeded,
+    final: bool,
+) -> str:
+    """The one line that says how the target stands."""
+    draws = result.draws
+    met = width <= target_width
+    shown = "inf" if math.isinf(width) else f"{width:.4g}"
+    compare = f"width {shown} {'<=' if met else '>'} {target_width:g}"
+    if final and met:
+        plural = "s" if len(rounds) > 1 else ""
+        return (
+            f"target met: {compare} after {len(rounds)} round{plural}, "
+            f"{draws:,} draws per dataset"
+        )
+    if final:
+        head = (
+            f"target not met: {compare} at the budget of {max_draws:,} draws per "
+            "dataset"
+        )
+    else:
+        head = f"interrupted in round {len(rounds) + 1}: {compare} at {draws:,} draws"
+        if met:
+            return head
+    if not math.isfinite(needed.draws):
+        return (
+            f"{head}; no number of draws up to {SEARCH_LIMIT:.3g} per dataset is "
+            "predicted to reach it"
+        )
+    if not needed.lower_bound:
+        return f"{head}; about {needed.draws:,} draws per dataset would be needed"
+    (d0, d1), (e0, e1) = result.counts
+    empty = []
+    rows = (("D", d0, d1, needed.p), ("D'", e0, e1, needed.p_prime))
+    for label, zeros, ones, p in rows:
+        if ones == 0:
+            empty.append(f"guess 1 under {label} (probability below {p:.2g})")
+        elif zeros == 0:
+            empty.append(f"guess 0 under {label} (probability below {1 - p:.2g})")
+    row_confidence = 1 - (1 - result.confidence) / NUM_ROWS
+    return (
+        f"{head}; never seen: {' and '.join(empty)} at {row_confidence:.1%}, so at "
+        f"least about {needed.draws:,} draws per dataset would be needed"
+    )
+
+
+# --- (epsilon, delta) audits ------------------------------------------------------
+
+
+def audit_delta_iter(
     mechanism: str | Mechanism,
     epsilon: float,
     delta: float,
@@ -357,7 +609,7 @@ def audit_delta(
     draws: int,
     *,
     pair: str | np.ndarray = "axis",
-    attack: str = "lr",
+    attack: str | Attack = "lr",
     clip: float = 1.0,
     seed: int = 0,
     confidence: float = 0.95,
@@ -365,28 +617,10 @@ def audit_delta(
     params: Any = None,
     profile_epsilons: Sequence[float] = PROFILE_EPSILONS,
     prng: str = PRNG_IMPL,
-) -> DeltaAuditResult:
-    """Audits a claimed (epsilon, delta) on one pair with one attack.
-
-    Args:
-      mechanism: a registered name or a :class:`Mechanism`.
-      epsilon, delta: the claim; ``delta`` in [0, 1).
-      dim: d.
-      draws: outputs per input.
-      pair: ``zeros-ones``, ``axis``, ``diagonal``, or a ``(2, d)`` array.
-      attack: ``majority``, ``support`` or ``lr``.
-      clip: the clipping radius C of the pair and of the calibration.
-      params: the mechanism's parameters; default: ``calibrate(epsilon, delta, d,
-        C)`` (``e2_params`` for ``zeros-ones``).
-      profile_epsilons: where to report the privacy profile (the claimed epsilon is
-        always added).
-      prng: the stream of the seed: ``"threefry4x32"`` (default) or the faster,
-        weaker ``"splitmix64"`` (see :mod:`mcdp.prng`).
-
-    Returns:
-      A :class:`DeltaAuditResult`; ``violated`` iff ``delta_lower > delta``.
-    """
-    mech = mechanism if isinstance(mechanism, Mechanism) else get_mechanism(mechanism)
+) -> Iterator[DeltaAuditResult]:
+    """Like :func:`audit_delta`, but yields a result after every compiled call (the
+    last one is final, the others are marked ``interrupted``)."""
+    mech = _mechanism(mechanism)
     epsilon = _validate.positive("epsilon", epsilon)
     if not (isinstance(delta, (int, float)) and 0 <= delta < 1):
         raise ValueError(f"Expected delta in [0, 1), got {delta!r}.")
@@ -395,7 +629,7 @@ def audit_delta(
     seed = _validate.integer("seed", seed, low=0, high=_validate.MAX_SEED)
     confidence = _validate.open_unit("confidence", confidence)
     dtype = _validate.one_of("dtype", dtype, DTYPES)
-    attack = _validate.one_of("attack", attack, ATTACKS)
+    attack = get_attack(attack)
     clip = _validate.positive("clip", clip)
     if isinstance(pair, str):
         pair_name, xs = pair, make_pair(pair, dim, clip)
@@ -407,73 +641,125 @@ def audit_delta(
             )
     if params is None:
         if pair_name == "zeros-ones" or mech.calibrate is None:
-            params = mech.e2_params(epsilon, dim)
+            params = mech.sanity_check_params(epsilon, dim)
         else:
             params = mech.calibrate(epsilon, delta, dim, clip)
     epsilons = sorted({float(e) for e in profile_epsilons} | {epsilon})
-    tx = _transform(mech, xs, params)
-    attack_fn, aux = _attack_and_aux(mech, attack, tx, params, epsilons, dtype)
-    key = jax.random.fold_in(
-        sampling_key(seed, prng),
-        zlib.crc32(
-            f"delta/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{pair_name}".encode()
-        ),
-    )
-    start = time.perf_counter()
-    progress = None
-    runs = iter_counts(key, mech, attack_fn, xs, params, draws, dtype=dtype, aux=aux)
-    try:
-        for step in runs:
-            progress = step
-    except KeyboardInterrupt:  # keep what is counted (both inputs alike)
-        if progress is None:
-            raise
-    assert progress is not None
-    # support test: outcome 2 (outside supp x') cannot come from x', 0 not from x
-    impossible = ((1, 2), (0, 0)) if attack == "support" else ()
-    bounds = delta_bounds(progress.counts, confidence, impossible=impossible)
-    profile = []
-    for e in epsilons:  # the claimed epsilon is among them
-        est, low, high = bounds.delta(e)
-        profile.append(
-            {
-                "epsilon": e,
-                "delta_estimate": est,
-                "delta_lower": low,
-                "delta_upper": high,
-                "delta_exact": _exact_delta(mech, params, tx, e),
-            }
-        )
-    claimed = next(point for point in profile if point["epsilon"] == epsilon)
-    loss, loss_lower, loss_upper = bounds.loss()
+    identity = f"delta/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{pair_name}"
+    key = cell_key(seed, identity, prng)
+    bound, aux = _bind(attack, mech, xs, params, epsilons, dtype, key)
+    tx = mech.transformed(xs, params)
+    host_params = jax.tree.map(np.asarray, params)
+    exact_deltas = {
+        e: None if mech.exact_delta is None else mech.exact_delta(host_params, tx, e)
+        for e in epsilons
+    }
     exact_loss = None
-    if pair_name == "zeros-ones" and attack == "majority":
-        exact_e2_result = exact_e2(mech, params, dim)
-        exact_loss = None if exact_e2_result is None else exact_e2_result.loss
-    return DeltaAuditResult(
-        mechanism=mech.name,
-        epsilon=epsilon,
-        dim=dim,
-        draws=progress.draws,
-        seed=seed,
-        pair=pair_name,
-        attack=attack,
-        clip=clip,
-        counts=progress.counts.tolist(),
-        confidence=confidence,
-        loss=loss,
-        loss_lower=loss_lower,
-        loss_upper=loss_upper,
-        exact=exact_loss,
-        delta_claimed=float(delta),
-        delta_estimate=claimed["delta_estimate"],
-        delta_lower=claimed["delta_lower"],
-        delta_upper=claimed["delta_upper"],
-        delta_exact=claimed["delta_exact"],
-        violated=bool(claimed["delta_lower"] > delta),
-        profile=profile,
-        seconds=round(time.perf_counter() - start, 4),
-        dtype=dtype,
-        interrupted=progress.draws < draws,
-        **provenance(dtype, prng),
-    )
+    if pair_name == "zeros-ones" and bound == MAJORITY_VOTE:
+        exact = exact_e2(mech, params, dim)
+        exact_loss = None if exact is None else exact.loss
+    start = time.perf_counter()
+    runs = iter_counts(key, mech, bound, xs, params, draws, dtype=dtype, aux=aux)
+    for progress in runs:
+        bounds = delta_bounds(progress.counts, confidence, impossible=bound.impossible)
+        profile = [ProfilePoint(e, *bounds.delta(e), exact_deltas[e]) for e in epsilons]
+        claimed = next(point for point in profile if point.epsilon == epsilon)
+        loss, loss_lower, loss_upper = bounds.loss()
+        yield DeltaAuditResult(
+            mechanism=mech.name,
+            epsilon=epsilon,
+            dim=dim,
+            draws=progress.draws,
+            seed=seed,
+            pair=pair_name,
+            attack=bound.name,
+            clip=clip,
+            counts=progress.counts.tolist(),
+            confidence=confidence,
+            loss=loss,
+            loss_lower=loss_lower,
+            loss_upper=loss_upper,
+            exact=exact_loss,
+            delta_claimed=float(delta),
+            delta_estimate=claimed.delta_estimate,
+            delta_lower=claimed.delta_lower,
+            delta_upper=claimed.delta_upper,
+            delta_exact=claimed.delta_exact,
+            violated=bool(claimed.delta_lower > delta),
+            profile=profile,
+            seconds=round(time.perf_counter() - start, 4),
+            dtype=dtype,
+            interrupted=progress.draws < draws,
+            **provenance(dtype, prng),
+        )
+
+
+def audit_delta(
+    mechanism: str | Mechanism,
+    epsilon: float,
+    delta: float,
+    dim: int,
+    draws: int,
+    *,
+    pair: str | np.ndarray = "axis",
+    attack: str | Attack = "lr",
+    clip: float = 1.0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    dtype: str = "float64",
+    params: Any = None,
+    profile_epsilons: Sequence[float] = PROFILE_EPSILONS,
+    progress: bool = False,
+    prng: str = PRNG_IMPL,
+) -> DeltaAuditResult:
+    """Audits a claimed (epsilon, delta) on one pair with one attack.
+
+    Every event of the attack gets a Clopper–Pearson interval, Bonferroni-corrected
+    over all of them, and the privacy profile :math:`\\delta(\\varepsilon)` is
+    bounded from below at every epsilon at once
+    (:func:`mcdp.statistics.delta_bounds`). Ctrl-C keeps what is counted: the result
+    of the draws so far comes back, marked ``interrupted``.
+
+    Args:
+      mechanism: a registered name or a :class:`Mechanism`.
+      epsilon, delta: the claim; ``delta`` in [0, 1).
+      dim: d.
+      draws: outputs per input.
+      pair: ``zeros-ones``, ``axis``, ``diagonal``, or a ``(2, d)`` array.
+      attack: ``"majority"``, ``"support"``, ``"lr"`` (see :mod:`mcdp.attacks`) or
+        an :class:`~mcdp.attacks.Attack`.
+      clip: the clipping radius C of the pair and of the calibration.
+      seed: the integer seed.
+      confidence: the joint confidence of every bound.
+      dtype: ``"float64"`` (default) or ``"float32"``.
+      params: the mechanism's parameters; default: ``calibrate(epsilon, delta, d,
+        C)`` (``e2_params`` for ``zeros-ones`` or a mechanism without
+        ``calibrate``).
+      profile_epsilons: where to report the privacy profile (the claimed epsilon is
+        always added).
+      progress: show a progress bar on a terminal for runs longer than 2 s.
+      prng: the stream of the seed: ``"threefry4x32"`` (default) or the faster,
+        weaker ``"splitmix64"`` (see :mod:`mcdp.prng`).
+
+    Returns:
+      A :class:`~mcdp.records.DeltaAuditResult`; ``violated`` iff ``delta_lower >
+      delta``.
+
+    Raises:
+      ValueError: an argument is out of range; the message names it.
+    """
+    runs = audit_delta_iter(
+        mechanism, epsilon, delta, dim, draws, pair=pair, attack=attack, clip=clip,
+        seed=seed, confidence=confidence, dtype=dtype, params=params,
+        profile_epsilons=profile_epsilons, prng=prng,
+    )  # fmt: skip
+    result = None
+    with progress_bar(progress, total=int(draws), desc=str(mechanism)) as bar:
+        try:
+            for result in runs:
+                bar.update(result.draws - bar.n)
+        except KeyboardInterrupt:  # keep what is counted (both inputs alike)
+            if result is None:
+                raise
+    assert result is not None
+    return result

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mcdp import _validate
-from mcdp.auditing import ATTACKS, PAIRS
+from mcdp.attacks import ATTACKS
+from mcdp.auditing import PAIRS
 from mcdp.mechanisms import MECHANISMS, NAN_POLICIES
 from mcdp.sampling import DTYPES, PRNG_IMPL, PRNG_IMPLS
 
@@ -126,7 +127,7 @@ def _pair_arg(text: str):
 
 
 def _pair_list(text: str) -> list[str]:
-    from mcdp.trlaplace_audit import E4_PAIRS
+    from mcdp.experiments.trlaplace import E4_PAIRS
 
     return [
         _validate.one_of("--pairs", v.strip(), E4_PAIRS)
@@ -489,7 +490,8 @@ def _figure_list(text: str) -> list[str]:
 
 
 def _audit(args) -> int:
-    from mcdp.experiments import _progress_bar, audit_iter, validate_audit
+    from mcdp._progress import progress_bar as _progress_bar
+    from mcdp.auditing import audit_iter, validate_audit
 
     if args.delta is not None:
         if args.target_width is not None or args.max_draws is not None:
@@ -561,10 +563,10 @@ def _require_draws(args) -> None:
 
 def _audit_to_width(args) -> int:
     """``mcdp audit --target-width W``: rounds, each printed, then the outcome."""
-    from mcdp.experiments import (
+    from mcdp._progress import progress_bar as _progress_bar
+    from mcdp.auditing import (
         FIRST_DRAWS,
         MAX_DRAWS,
-        _progress_bar,
         audit_to_width_iter,
         draws_for_target,
         validate_audit,
@@ -733,7 +735,7 @@ def _sensitivity(args) -> int:
 
 
 def _grid(args) -> int:
-    from mcdp.experiments import GridSpec, load_grid, run_grid
+    from mcdp.experiments import GridSpec, run_grid
 
     if args.experiment == "trlaplace":
         return _grid_trlaplace(args)
@@ -759,7 +761,7 @@ def _grid(args) -> int:
     )
     try:
         spec = spec.validated()
-        load_grid(Path(args.out), spec)  # refuse a foreign file before any work
+        spec.load(Path(args.out))  # refuse a foreign file before any work
     except ValueError as err:
         _fail(str(err))
 
@@ -787,7 +789,8 @@ def _grid(args) -> int:
 
 
 def _grid_trlaplace(args) -> int:
-    from mcdp.trlaplace_audit import E4Spec, load_e4, run_e4
+    from mcdp.experiments import E4Spec
+    from mcdp.experiments import run_grid as run_e4
 
     if args.dims is not None:
         _fail("--dims applies to the acl2022 grid; trlaplace uses the paper's d.")
@@ -810,7 +813,7 @@ def _grid_trlaplace(args) -> int:
     )
     try:
         spec = spec.validated()
-        load_e4(Path(args.out), spec)
+        spec.load(Path(args.out))
     except ValueError as err:
         _fail(str(err))
 

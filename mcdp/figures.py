@@ -9,20 +9,17 @@ interruption, or to restyle a figure, recomputes nothing that is finished.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 from mcdp import _validate
-from mcdp.experiments import GridSpec, _write_atomic, run_grid
-from mcdp.mechanisms._base import standard_laplace
-from mcdp.mechanisms.dptext import dptext_params, dptext_sample
+from mcdp.experiments import E4Spec, GridSpec, run_grid, write_atomic
+from mcdp.experiments.acl2022 import sampler_histograms
+from mcdp.experiments.emnlp2021 import violation_series
 from mcdp.sampling import PRNG_IMPL
 from mcdp.sampling import key as sampling_key
 
@@ -33,15 +30,6 @@ FIGURES = (
     "emnlp2021-fig1-extended",
     "trlaplace-audit",
 )
-# the EMNLP 2021 series: (dist, clip, normal_scale) at the reference's C = 10
-EMNLP_SERIES = (
-    ("uniform", "l2", 0.1),
-    ("normal", "l2", 0.1),
-    ("normal", "l2", 0.01),
-    ("uniform", "l1", 0.1),
-)
-EMNLP_DIMS = tuple(range(1, 257))
-HIST_EDGES = np.linspace(-5, 5, 101)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,44 +66,6 @@ class FigureSettings:
         )
 
 
-def sampler_histograms(
-    key, draws: int, edges: np.ndarray = HIST_EDGES
-) -> dict[str, Any]:
-    """Histograms of the samplers of ACL 2022 Figure 2 (SPEC E3), ``draws`` each.
-
-    Samplers, all of unit scale: the library's standard Laplace
-    (``jax.random.laplace``), the standard uniform, the correct inverse-CDF transform,
-    and DPText's transform with NaNs kept and with NaN → 0.
-    """
-    keys = jax.random.split(key, 5)
-    with jax.enable_x64(True):
-        zeros = jnp.zeros((draws, 1))
-        samples = {
-            "library Laplace (jax.random.laplace)": jax.random.laplace(
-                keys[0], (draws,), jnp.float64
-            ),
-            "uniform U(0, 1)": jax.random.uniform(keys[1], (draws,), jnp.float64),
-            "correct inverse CDF": standard_laplace(keys[2], (draws,), jnp.float64),
-            "DPText, NaN kept": dptext_sample(
-                keys[3], zeros, dptext_params(1.0, 1.0, "nan")
-            ),
-            "DPText, NaN → 0": dptext_sample(
-                keys[4], zeros, dptext_params(1.0, 1.0, "zero")
-            ),
-        }
-    panels = []
-    for title, values in samples.items():
-        x = np.asarray(values, dtype=np.float64).ravel()
-        nan = int(np.isnan(x).sum())
-        x = x[~np.isnan(x)]
-        counts, _ = np.histogram(x, bins=edges)
-        outside = int(((x < edges[0]) | (x > edges[-1])).sum())
-        panels.append(
-            {"title": title, "counts": counts.tolist(), "nan": nan, "outside": outside}
-        )
-    return {"draws": draws, "edges": edges.tolist(), "samplers": panels}
-
-
 def _save(fig, out_dir: Path, name: str, data: Any) -> list[Path]:
     import matplotlib.pyplot as plt
 
@@ -124,7 +74,7 @@ def _save(fig, out_dir: Path, name: str, data: Any) -> list[Path]:
     fig.savefig(paths[0], dpi=150)
     fig.savefig(paths[1])
     plt.close(fig)
-    _write_atomic(out_dir / f"{name}.json", data)
+    write_atomic(out_dir / f"{name}.json", data)
     return paths + [out_dir / f"{name}.json"]
 
 
@@ -170,7 +120,10 @@ def make_figures(
     emnlp = [n for n in names if n.startswith("emnlp2021")]
     if emnlp:
         start = time.perf_counter()
-        records = _emnlp2021_records(s, progress, log)
+        records = violation_series(
+            s.cache_dir, s.pairs, seed=s.seed, confidence=s.confidence,
+            dtype=s.dtype, log=log,
+        )  # fmt: skip
         data = {"settings": _settings_json(s), "records": records}
         for name in emnlp:
             max_dim = 64 if name == "emnlp2021-fig1" else None
@@ -192,47 +145,11 @@ def _settings_json(s: FigureSettings) -> dict[str, Any]:
     return {k: str(v) if isinstance(v, Path) else v for k, v in d.items()}
 
 
-def _emnlp2021_records(s: FigureSettings, progress: bool, log) -> list[dict[str, Any]]:
-    """Every EMNLP 2021 series for n = 1..256, cached per series."""
-    from mcdp.violations import count_violations
-
-    cache = (
-        s.cache_dir
-        / f"emnlp2021-{s.dtype}-pairs{s.pairs}-seed{s.seed}-{PRNG_IMPL}.json"
-    )
-    done = load_json(cache) if cache.exists() else {}
-    for dist, clip, scale in EMNLP_SERIES:
-        name = f"{dist}-{clip}-{scale!r}"
-        if name in done:
-            continue
-        log(f"emnlp2021: {name}, {s.pairs:,} pairs per n, n = 1..{EMNLP_DIMS[-1]}")
-        records = count_violations(
-            sampling_key(s.seed),
-            dist,
-            EMNLP_DIMS,
-            s.pairs,
-            clip=clip,
-            C=10.0,
-            normal_scale=scale,
-            confidence=s.confidence,
-            dtype=s.dtype,
-        )
-        done[name] = [r.to_dict() for r in records]
-        _write_atomic(cache, done)
-    return [r for name in sorted(done) for r in done[name]]
-
-
 def _e4_grid(s: FigureSettings, log) -> dict[str, Any]:
-    from mcdp.trlaplace_audit import E4Spec, run_e4
-
     cache = (
         s.cache_dir
         / f"trlaplace-{s.dtype}-draws{s.e4_draws}-seed{s.seed}-{PRNG_IMPL}.json"
     )
     log(f"trlaplace audit: {s.e4_draws:,} draws per input -> {cache}")
     spec = E4Spec(draws=s.e4_draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype)
-    return run_e4(spec, cache)
-
-
-def load_json(path: Path) -> Any:
-    return json.loads(Path(path).read_text())
+    return run_grid(spec, cache)

@@ -19,6 +19,7 @@ draws do not re-trace.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any, NamedTuple
@@ -32,7 +33,7 @@ from jax.sharding import PartitionSpec as P
 from mcdp import _validate
 from mcdp import prng as prng_module
 from mcdp._types import Array, PRNGKey
-from mcdp.estimators import Attack
+from mcdp.attacks import Attack
 from mcdp.mechanisms import Mechanism
 
 BLOCK_DRAWS = 1024  # draws per key; changing it changes every stream, so it is fixed
@@ -59,6 +60,16 @@ def key(seed: int, prng: str = PRNG_IMPL) -> PRNGKey:
     seeds that mcdp turns into keys are bound to these choices.
     """
     return prng_module.key(seed, prng)
+
+
+def cell_key(seed: int, identity: str, prng: str = PRNG_IMPL) -> PRNGKey:
+    """The key of one audit: ``fold_in(key(seed, prng), crc32(identity))``.
+
+    ``identity`` names what is audited (experiment, mechanism, epsilon, d, ...), so
+    an audit gives the same counts whether it runs alone or inside a grid, in any
+    order. The callers' identity strings are part of their streams: fixed.
+    """
+    return jax.random.fold_in(key(seed, prng), zlib.crc32(identity.encode()))
 
 
 class Progress(NamedTuple):

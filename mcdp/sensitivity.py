@@ -2,8 +2,8 @@ r"""Numerical L1 sensitivity: maximise :math:`\lVert f(x) - f(x') \rVert_1` by a
 
 ADePT (Krishna et al. 2021) claims that L2 clipping
 :math:`f(r) = r \min(1, C / \lVert r \rVert_2)` has L1 sensitivity :math:`2C`;
-EMNLP 2021, Thm 5.1 proves :math:`\Delta_1 = 2C\sqrt{n}` on :math:`\mathbb{R}^n`
-(SPEC E1). :func:`max_l1_distance` searches the sensitivity of *any* JAX function:
+EMNLP 2021, Thm 5.1 proves :math:`\Delta_1 = 2C\sqrt{n}` on :math:`\mathbb{R}^n`.
+:func:`max_l1_distance` searches the sensitivity of *any* JAX function:
 
 .. math::
     \Delta_1(f) = \sup_{x, x' \in \mathbb{R}^n} \lVert f(x) - f(x') \rVert_1
@@ -44,9 +44,10 @@ import optax
 from jax.tree_util import Partial
 
 from mcdp import _validate
-from mcdp._provenance import provenance
 from mcdp._types import Array, PRNGKey
 from mcdp.mechanisms._base import clip_norm
+from mcdp.prng import stream_of
+from mcdp.records import Record, provenance
 
 DTYPES = _validate.DTYPES
 CLIPS = ("l1", "l2")
@@ -251,9 +252,9 @@ def max_l1_distance(
         return _search(key, fp, dim, dim, init_scale, settings, evaluate)
 
 
-@dataclasses.dataclass(frozen=True)
-class SensitivityRecord:
-    """One dimension of the sensitivity search (SPEC E1, EMNLP 2021 Thm 5.1).
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SensitivityRecord(Record):
+    """One dimension of the sensitivity search (EMNLP 2021, Thm 5.1).
 
     ``max_l1`` is the largest distance found, a lower bound on the sensitivity;
     ``claimed`` is ADePT's :math:`2C`; ``theorem`` the proven sensitivity
@@ -277,12 +278,12 @@ class SensitivityRecord:
     init_scale: float
     dtype: str
     seconds: float
-    mcdp_version: str
-    jax_version: str
-    backend: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def __str__(self) -> str:
+        return (
+            f"{self.dim:>5} {self.max_l1:>14.6f} {self.claimed:>11.4g} "
+            f"{self.theorem:>10.6g} {self.ratio:>9.6f}"
+        )
 
 
 def sensitivity_records(
@@ -325,8 +326,7 @@ def sensitivity_records(
         return np.abs(clip_norm(x, C, order) - clip_norm(x_prime, C, order)).sum()
 
     common = dict(clip=clip, C=C, claimed=2 * C, **settings._asdict())
-    prov = provenance(dtype)
-    common |= {k: prov[k] for k in ("mcdp_version", "jax_version", "backend")}
+    common |= provenance(dtype, stream_of(key))
     eps = float(np.finfo(dtype).eps)
     records = []
     for n in dims:

@@ -1,8 +1,11 @@
-r"""Host-side statistics: Clopper–Pearson intervals and the privacy-loss estimate.
+r"""Host-side statistics: Clopper–Pearson intervals (one implementation), the
+privacy-loss estimate, the (epsilon, delta) bounds of an attack's events, and the
+draws a target width needs.
 
-For the sanity check (SPEC E2) with ``N`` draws per dataset, the counts form the
-frequency matrix ``F[true, guess]``. Writing :math:`p = P[g = 1 \mid D]` and
-:math:`p' = P[g = 1 \mid D']`, the privacy loss of the attack is
+**The sanity check** (ACL 2022; README, "The estimate"). With ``N`` draws per
+dataset, the counts form the frequency matrix ``F[true, guess]``. Writing
+:math:`p = P[g = 1 \mid D]` and :math:`p' = P[g = 1 \mid D']`, the privacy loss of the
+attack is
 
 .. math:: L(p, p') = \max\bigl(|\ln p - \ln p'|,\ |\ln(1 - p) - \ln(1 - p')|\bigr),
 
@@ -18,11 +21,29 @@ of a wanted width: :func:`expected_width` is the width that ``n`` draws would gi
 the counts came out at their expectations ``n p`` and ``n p'`` (the Clopper–Pearson
 ends are beta quantiles, defined for real counts too), and :func:`draws_for_width`
 searches the smallest such ``n``.
+
+**(epsilon, delta) bounds** (:func:`delta_bounds`). For neighbouring inputs
+:math:`x, x'` and any event :math:`S`, (epsilon, delta)-DP requires
+:math:`P[M(x) \in S] - e^\varepsilon P[M(x') \in S] \le \delta`, in both orders.
+An attack's outcomes are ordered; its events are the upper sets :math:`\{o \ge k\}`
+and the lower sets :math:`\{o < k\}`, :math:`k = 1, \dots, K`. Each
+:math:`P_a[o \ge k]` (for :math:`a = x, x'`) gets a two-sided Clopper–Pearson
+interval at confidence :math:`1 - \alpha/(2K)`; all :math:`2K` intervals hold at once
+with probability :math:`\ge 1 - \alpha` (Bonferroni), so
+
+.. math:: \delta_{\mathrm{lower}}(\varepsilon) = \max\Bigl(0, \max_{S, \text{order}}
+   P_{\mathrm{lo}}[M(x) \in S] - e^\varepsilon P_{\mathrm{hi}}[M(x') \in S]\Bigr)
+
+is a lower confidence bound on the smallest delta consistent with (epsilon,
+delta)-DP, simultaneously for every epsilon (the privacy profile). The events must
+be fixed before the counted draws; then no correction beyond Bonferroni is needed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -67,9 +88,26 @@ def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
 def _beta_interval(k: float, n: float, confidence: float) -> tuple[float, float]:
     """The Clopper–Pearson ends for a real count ``0 <= k <= n`` (an expected count
     ``n p`` in the predictors)."""
-    alpha = 1 - confidence
-    lower = 0.0 if k <= 0 else float(special.betaincinv(k, n - k + 1, alpha / 2))
-    upper = 1.0 if k >= n else float(special.betaincinv(k + 1, n - k, 1 - alpha / 2))
+    lower, upper = clopper_pearson_arrays(k, n, confidence)
+    return float(lower), float(upper)
+
+
+def clopper_pearson_arrays(k, n, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`clopper_pearson` elementwise over arrays of counts ``k`` and trials
+    ``n`` (broadcast against each other; real counts allowed), unchecked."""
+    return _clopper_pearson_ends(k, n, 1 - confidence)
+
+
+def _clopper_pearson_ends(k, n, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """The one implementation of the interval's ends, at error ``alpha`` (split
+    evenly between the two sides)."""
+    k, n = np.broadcast_arrays(np.asarray(k, np.float64), np.asarray(n, np.float64))
+    low_k = np.where(k <= 0, 1.0, k)  # stand-ins where the end is fixed, no warnings
+    high_k = np.where(k >= n, n - 1.0, k)
+    lower = np.where(k <= 0, 0.0, special.betaincinv(low_k, n - low_k + 1, alpha / 2))
+    upper = np.where(
+        k >= n, 1.0, special.betaincinv(high_k + 1, n - high_k, 1 - alpha / 2)
+    )
     return lower, upper
 
 
@@ -277,3 +315,88 @@ def draws_needed(
         p, p_prime, target_width, confidence, step=step, limit=limit
     )
     return DrawsNeeded(draws, p, p_prime, lower_bound)
+
+
+# --- (epsilon, delta) bounds of an attack's events ----------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DeltaBounds:
+    r"""Simultaneous intervals for :math:`P_a[o \ge k]` and the delta they imply."""
+
+    counts: np.ndarray  # (2, num_outcomes)
+    lower: np.ndarray  # (2, K) CP lower bounds of P[o >= k], k = 1..K
+    upper: np.ndarray  # (2, K)
+    rate: np.ndarray  # (2, K) point estimates
+    confidence: float
+
+    def delta(self, epsilon: float) -> tuple[float, float, float]:
+        r"""``(estimate, lower, upper)`` of the attack's delta at ``epsilon``: the
+        largest :math:`P[M(x) \in S] - e^\varepsilon P[M(x') \in S]` over its events
+        and both orders. ``lower`` and ``upper`` hold together with the stated
+        confidence; the lower bound is the verdict. The estimate plugs in the
+        observed rates; where :math:`e^\varepsilon` is large against the number of
+        draws, unobserved events make it biased upward."""
+        return (
+            _delta(self.rate, self.rate, epsilon),
+            _delta(self.lower, self.upper, epsilon),
+            _delta(self.upper, self.lower, epsilon),
+        )
+
+    def loss(self) -> tuple[float, float, float]:
+        r"""``(estimate, lower, upper)`` of the attack's privacy loss: the log ratio
+        of an event's probabilities under the two inputs, maximised over the events
+        (for a two-outcome attack, the loss of the sanity check), on the same
+        simultaneous intervals."""
+        value, lower, upper = 0.0, 0.0, 0.0
+        for k in range(self.rate.shape[1]):
+            box_x = (self.lower[0, k], self.upper[0, k])
+            box_x_prime = (self.lower[1, k], self.upper[1, k])
+            low, high = loss_range(box_x, box_x_prime)
+            rate = loss_from_probabilities(self.rate[0, k], self.rate[1, k])
+            value, lower, upper = max(value, rate), max(lower, low), max(upper, high)
+        return value, lower, upper
+
+
+def _delta(low: np.ndarray, high: np.ndarray, epsilon: float) -> float:
+    factor = math.exp(epsilon)
+    (lx, lxp), (hx, hxp) = low, high
+    candidates = [
+        lx - factor * hxp,  # S = {o >= k}, order (x, x')
+        lxp - factor * hx,  # S = {o >= k}, order (x', x)
+        (1 - hx) - factor * (1 - lxp),  # S = {o < k}, order (x, x')
+        (1 - hxp) - factor * (1 - lx),  # S = {o < k}, order (x', x)
+    ]
+    return float(max(0.0, max(np.max(c) for c in candidates)))
+
+
+def delta_bounds(
+    counts, confidence: float = 0.95, *, impossible: Sequence[tuple[int, int]] = ()
+) -> DeltaBounds:
+    """Clopper–Pearson intervals for every upper set of both inputs' outcome counts,
+    Bonferroni-corrected over the ``2K`` intervals.
+
+    ``impossible`` lists ``(input, outcome)`` cells that the mechanism's declared
+    support makes impossible (the support test: an output outside ``x' + [-A, A]^d``
+    cannot come from ``x'``). Where such a cell was indeed never observed, its
+    probability is 0 exactly rather than bounded by Clopper–Pearson; a nonzero count
+    there (an implementation outside its declared support) keeps the empirical bound.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.ndim != 2 or counts.shape[0] != 2 or counts.shape[1] < 2:
+        raise ValueError(
+            f"Expected counts of shape (2, K + 1) with K >= 1, got {counts.shape}."
+        )
+    n = counts.sum(axis=1)
+    k_max = counts.shape[1] - 1
+    alpha = (1 - confidence) / (2 * k_max)  # per two-sided interval: Bonferroni
+    tail = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1][:, 1:]  # P[o >= k] counts
+    lower, upper = _clopper_pearson_ends(tail, n[:, None], alpha)
+    for row, outcome in impossible:
+        if counts[row, outcome] != 0:
+            continue
+        if outcome == k_max:  # the top outcome: P[o >= K] = 0
+            upper[row, k_max - 1] = 0.0
+        elif outcome == 0:  # the bottom outcome: P[o >= 1] = 1
+            lower[row, 0] = 1.0
+    return DeltaBounds(counts, lower, upper, tail / n[:, None], confidence)

@@ -1,4 +1,4 @@
-r"""EMNLP 2021, Figure 1 (SPEC E1): pairs that violate ADePT's sensitivity bound.
+r"""EMNLP 2021, Figure 1: pairs that violate ADePT's sensitivity bound.
 
 Draw pairs :math:`r, r' \in \mathbb{R}^n` with iid coordinates, :math:`U(-C, C)`
 (``uniform``) or :math:`N(0, s^2)` (``normal``), clip each,
@@ -56,10 +56,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp import _validate
-from mcdp._provenance import provenance
 from mcdp._types import Array, PRNGKey
 from mcdp.mechanisms._base import clip_norm
 from mcdp.prng import stream_of
+from mcdp.records import Record, provenance
 from mcdp.statistics import clopper_pearson
 
 DISTS = ("uniform", "normal")
@@ -131,9 +131,9 @@ def tolerance(dim: int, clip: str, dtype: str) -> float:
     return (1 + gamma(dim)) * (1 + rho * gamma(dim + 3)) - 1
 
 
-@dataclasses.dataclass(frozen=True)
-class ViolationResult:
-    """One ``(dist, dim)`` of SPEC E1: how many pairs violate :math:`2C`.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ViolationResult(Record):
+    """One ``(dist, dim)`` of EMNLP 2021, Figure 1: how many pairs violate :math:`2C`.
 
     ``fraction = violations / pairs`` with the Clopper–Pearson interval
     ``[fraction_lower, fraction_upper]`` at ``confidence``. ``pairs`` is the number
@@ -164,14 +164,6 @@ class ViolationResult:
     complete: bool
     pairs_requested: int
     key_data: list[int]
-    mcdp_version: str
-    jax_version: str
-    backend: str
-    x64: bool
-    prng_impl: str  # the stream of the key (mcdp.prng.stream_of)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
     def __str__(self) -> str:
         return (
@@ -266,7 +258,8 @@ def iter_violations(
     chunk_blocks: int = 1,
     call_chunks: int | None = None,
 ) -> Iterator[ViolationResult]:
-    r"""SPEC E1: the fraction of pairs with :math:`\lVert f(r) - f(r')\rVert_1 > 2C`.
+    r"""The fraction of pairs with :math:`\lVert f(r) - f(r')\rVert_1 > 2C`
+    (EMNLP 2021, Figure 1).
 
     Args:
       key: a PRNG key (``jax.random.key(seed)``); dim ``n`` uses

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from mcdp.analytic import exact_e2, log_majority
+from mcdp.exact import exact_e2, log_majority
 from mcdp.mechanisms import MECHANISMS, NAN_POLICIES, get_mechanism
 
 

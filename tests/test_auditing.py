@@ -21,18 +21,9 @@ import pytest
 from dp_accounting.pld import privacy_loss_distribution, privacy_loss_mechanism
 from scipy import integrate, stats
 
-from mcdp.auditing import (
-    PROFILE_EPSILONS,
-    SUPPORT_TEST,
-    audit_delta,
-    delta_bounds,
-    exact_delta,
-    gaussian_delta,
-    laplace_delta,
-    likelihood_ratio_attack,
-    lr_thresholds,
-    make_pair,
-)
+from mcdp.attacks import SUPPORT_TEST, likelihood_ratio_attack, lr_thresholds
+from mcdp.auditing import PROFILE_EPSILONS, audit_delta, make_pair
+from mcdp.exact import exact_delta, gaussian_delta, laplace_delta
 from mcdp.mechanisms import (
     GaussianParams,
     LaplaceParams,
@@ -42,7 +33,7 @@ from mcdp.mechanisms import (
 )
 from mcdp.mechanisms.trlaplace import trlaplace_cdf
 from mcdp.sampling import count_outcomes
-from mcdp.statistics import clopper_pearson
+from mcdp.statistics import clopper_pearson, delta_bounds
 
 from conftest import FAIL_PROB, SEED, Z
 
@@ -189,20 +180,20 @@ def _check_known_profile(result, tails, exact):
     u = _hoeffding(2 * len(thresholds), n)
     checks = []
     for row in result.profile:
-        eps = row["epsilon"]
+        eps = row.epsilon
         truth = exact(eps)
-        if row["delta_exact"] is not None:
-            assert row["delta_exact"] == pytest.approx(truth, rel=1e-9, abs=1e-15)
-        assert row["delta_lower"] <= truth + 1e-12, row
-        assert row["delta_upper"] >= truth - 1e-12, row
-        assert row["delta_lower"] <= row["delta_estimate"] <= row["delta_upper"]
+        if row.delta_exact is not None:
+            assert row.delta_exact == pytest.approx(truth, rel=1e-9, abs=1e-15)
+        assert row.delta_lower <= truth + 1e-12, row
+        assert row.delta_upper >= truth - 1e-12, row
+        assert row.delta_lower <= row.delta_estimate <= row.delta_upper
         (k,) = np.flatnonzero(thresholds == eps)
         p, q = tails(eps)
         factor = math.exp(eps)
         assert p - factor * q == pytest.approx(truth, abs=1e-12)  # NP event is optimal
         star = rate[0, k] - factor * rate[1, k]
-        assert row["delta_estimate"] >= star - 1e-12
-        assert row["delta_estimate"] <= truth + u * (1 + factor), row
+        assert row.delta_estimate >= star - 1e-12
+        assert row.delta_estimate <= truth + u * (1 + factor), row
         if min(p, 1 - p, q, 1 - q) * n >= MIN_COUNT and truth > 0.01:
             se = math.sqrt((p * (1 - p) + factor**2 * q * (1 - q)) / n)
             checks.append((eps, star, truth, se))
@@ -278,18 +269,18 @@ def test_laplace_diagonal_profile_within_dp_accounting_bounds():
     u = _hoeffding(2 * len(thresholds), n)
     checks = []
     for row in result.profile:
-        eps, factor = row["epsilon"], math.exp(row["epsilon"])
+        eps, factor = row.epsilon, math.exp(row.epsilon)
         high = float(upper_pld.get_delta_for_epsilon(eps))
         low = float(lower_pld.get_delta_for_epsilon(eps))
         assert low <= high
-        assert row["delta_exact"] is None
-        assert row["delta_lower"] <= high + 1e-12, row
-        assert row["delta_upper"] >= low - 1e-12, row
-        assert row["delta_estimate"] <= high + u * (1 + factor), row
+        assert row.delta_exact is None
+        assert row.delta_lower <= high + 1e-12, row
+        assert row.delta_upper >= low - 1e-12, row
+        assert row.delta_estimate <= high + u * (1 + factor), row
         (k,) = np.flatnonzero(thresholds == eps)
         p, q = rate[:, k]
         star = p - factor * q
-        assert row["delta_estimate"] >= star - 1e-12
+        assert row.delta_estimate >= star - 1e-12
         if min(p, 1 - p, q, 1 - q) * n >= MIN_COUNT and low > 0.01:
             se = math.sqrt((p * (1 - p) + factor**2 * q * (1 - q)) / n)
             checks.append((eps, star, low, high, se))

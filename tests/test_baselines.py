@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcdp.analytic import exact_e2
+from mcdp.exact import exact_e2
 from mcdp.mechanisms import get_mechanism
 
 from conftest import SEED, Z

@@ -165,7 +165,7 @@ def test_grid_writes_resumes_and_extends(tmp_path, capsys):
 
 def test_grid_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
     """A run stopped after its first cell keeps that cell; the rerun completes it."""
-    import mcdp.experiments as experiments
+    import mcdp.experiments.acl2022 as experiments
 
     out = tmp_path / "acl.json"
     real = experiments.audit_iter

@@ -173,9 +173,9 @@ def test_every_figure_draws_from_small_real_results(tmp_path):
     the output of small real runs, saved through the same path as mcdp figures."""
     import jax
 
-    from mcdp import GridSpec, plotting, run_grid
-    from mcdp.figures import _save, sampler_histograms
-    from mcdp.trlaplace_audit import E4Spec, run_e4
+    from mcdp import E4Spec, GridSpec, plotting, run_grid
+    from mcdp.experiments.acl2022 import sampler_histograms
+    from mcdp.figures import _save
     from mcdp.violations import count_violations
 
     grid = run_grid(
@@ -187,7 +187,7 @@ def test_every_figure_draws_from_small_real_results(tmp_path):
         for dist, clip in (("uniform", "l2"), ("normal", "l2"), ("uniform", "l1"))
         for r in count_violations(jax.random.key(0), dist, [1, 2, 3, 8], 500, clip=clip)
     ]
-    e4 = run_e4(
+    e4 = run_grid(
         E4Spec(draws=2000, mechanisms=("trlaplace",), epsilons=(0.5, 1.0)),
         tmp_path / "e4.json",
     )

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from mcdp import GridSpec, audit, prng, run_grid
-from mcdp.experiments import validate_audit
+from mcdp.auditing import validate_audit
 from mcdp.sampling import key
 
 from conftest import FAIL_PROB, SEED, Z, assert_one_line_error

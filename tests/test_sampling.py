@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from mcdp.estimators import MAJORITY_VOTE, majority_vote_guess
+from mcdp.attacks import MAJORITY_VOTE, majority_vote_guess
 from mcdp.mechanisms import Mechanism, get_mechanism
 from mcdp.sampling import (
     BLOCK_DRAWS,

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from mcdp.estimators import MAJORITY_VOTE
+from mcdp.attacks import MAJORITY_VOTE
 from mcdp.mechanisms import get_mechanism
 from mcdp.sampling import BLOCK_DRAWS, count_outcomes, key
 
@@ -33,7 +33,7 @@ CASES = [
 COUNTS_ON_DEVICES = """
 import json, sys
 import jax, numpy as np
-from mcdp.estimators import MAJORITY_VOTE
+from mcdp.attacks import MAJORITY_VOTE
 from mcdp.mechanisms import get_mechanism
 from mcdp.sampling import count_outcomes, key
 seed, cases = json.loads(sys.argv[1])

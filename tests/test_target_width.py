@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-import mcdp.experiments as experiments
+import mcdp.auditing as auditing
 from mcdp import (
     Mechanism,
     audit,
@@ -264,13 +264,13 @@ def test_cli_table_prints_plan_rounds_and_outcome(capsys):
 
 
 def test_cli_interrupt_prints_the_partial_result(capsys, monkeypatch):
-    real = experiments.audit_to_width_iter
+    real = auditing.audit_to_width_iter
 
     def interrupted(*args, **kwargs):
         yield next(real(*args, **kwargs))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(experiments, "audit_to_width_iter", interrupted)
+    monkeypatch.setattr(auditing, "audit_to_width_iter", interrupted)
     args = AUDIT + ["--target-width", "0.01", "--draws", "2048", "--json"]
     assert main(args) == 130
     record = json.loads(capsys.readouterr().out)

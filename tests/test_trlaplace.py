@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from mcdp.analytic import exact_e2
+from mcdp.exact import exact_e2
 from mcdp.mechanisms import get_mechanism, trlaplace_min_dim
 from mcdp.mechanisms._base import laplace_log_sf
 from mcdp.mechanisms.gaussian import (

@@ -2,10 +2,10 @@
 
 A mechanism is a pure function ``sample(key, x, params) -> y`` that draws one output
 for every row of the batch ``x`` (shape ``(n, d)``) from a single key, plus host-side
-metadata: how the ACL 2022 sanity check (SPEC E2) parametrises it, what it claims,
-and, where the noise is coordinate-wise independent, the exact probability that an
-output coordinate rounds to 1, from which :mod:`mcdp.analytic` derives exact
-references.
+metadata: what it claims, how the ACL 2022 sanity check (README, "The estimate")
+parametrises it, and the closed forms from which :mod:`mcdp.exact` computes exact
+references. Every exact reference comes from a field of the record, never from its
+name, so a user's mechanism gets exactly the references it declares.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp._types import Array, PRNGKey
+from mcdp.exact import laplace_delta
 
 LogProbs = tuple[np.ndarray, np.ndarray]
 
@@ -25,16 +26,24 @@ LogProbs = tuple[np.ndarray, np.ndarray]
 class Mechanism(NamedTuple):
     r"""A registered (or user-defined) mechanism.
 
+    Only ``name`` and ``sample`` are required; every other field is optional and
+    says what the mechanism declares about itself. An audit that needs a field the
+    mechanism lacks says so in a one-line :class:`ValueError`.
+
     Attributes:
       name: registry name; never changes meaning.
       sample: ``sample(key, x, params) -> y`` with ``x`` of shape ``(n, d)``; pure JAX,
         not jitted (the engine owns the jit boundary).
       e2_params: ``e2_params(epsilon, dim, **options) -> params``, the parameters the
-        ACL 2022 sanity check uses for this mechanism (SPEC E2).
+        ACL 2022 sanity check (inputs :math:`0^d` and :math:`1^d`) uses for this
+        mechanism; ``None`` where the mechanism is not meant for it (then the sanity
+        check needs explicit ``params``).
       log_round_one: host function ``(x, params) -> (log_p1, log_p0)`` giving, per
         coordinate of the 1-D input ``x``, ``log P[y_i >= 1/2 or y_i is NaN]`` and
-        its complement in log space; ``None`` where no closed form is known.
-      claim: the privacy claim, e.g. ``"epsilon-DP"``.
+        its complement in log space; the exact loss of the majority vote follows
+        (:func:`mcdp.exact.exact_e2`). ``None`` where no closed form is known.
+      claim: the privacy claim, e.g. ``"epsilon-DP"``; ``None`` where none is stated
+        (the sanity check then gives no verdict).
       flaw: one line on why the claim fails, or ``None`` for a correct mechanism.
       nan_policies: the values ``e2_params`` accepts for ``nan_policy`` (DPText only).
       calibrate: ``calibrate(epsilon, delta, dim, clip) -> params``, the mechanism's
@@ -47,19 +56,42 @@ class Mechanism(NamedTuple):
         transformed inputs; ``None`` where no density is known.
       noise_bound: ``noise_bound(params) -> A``: every noise coordinate lies in
         :math:`[-A, A]`; ``None`` for unbounded noise.
+      exact_delta: host function ``exact_delta(params, tx, epsilon) -> delta | None``:
+        the exact privacy profile :math:`\delta(\varepsilon)` on the transformed
+        pair ``tx`` (shape ``(2, d)``), or ``None`` for pairs without a closed form;
+        the field is ``None`` where no pair has one.
     """
 
     name: str
     sample: Callable[[PRNGKey, Array, Any], Array]
-    e2_params: Callable[..., Any]
-    log_round_one: Callable[[np.ndarray, Any], LogProbs] | None
-    claim: str
+    e2_params: Callable[..., Any] | None = None
+    log_round_one: Callable[[np.ndarray, Any], LogProbs] | None = None
+    claim: str | None = None
     flaw: str | None = None
     nan_policies: tuple[str, ...] = ()
     calibrate: Callable[[float, float, int, float], Any] | None = None
     transform: Callable[[Any, Any], Any] | None = None
     privacy_loss: Callable[[Array, Array, Array, Any], Array] | None = None
     noise_bound: Callable[[Any], Any] | None = None
+    exact_delta: Callable[[Any, np.ndarray, float], float | None] | None = None
+
+    def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
+        """``e2_params(epsilon, dim, **options)``, or a one-line error naming the
+        missing field where the mechanism has none."""
+        if self.e2_params is None:
+            raise ValueError(
+                f"mechanism {self.name!r} has no e2_params, so the sanity check "
+                "cannot calibrate it: pass params= explicitly."
+            )
+        return self.e2_params(epsilon, dim, **options)
+
+    def transformed(self, xs: np.ndarray, params: Any) -> np.ndarray:
+        """The inputs after the deterministic part (``transform``), on the host in
+        float64: what the noise is added to."""
+        xs = np.asarray(xs, dtype=np.float64)
+        if self.transform is None:
+            return xs
+        return np.asarray(self.transform(xs, jax.tree.map(np.asarray, params)))
 
 
 def uniform_midpoint(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
@@ -79,7 +111,7 @@ def standard_laplace(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
     r"""Lap(1) by inverse CDF, :math:`-\mathrm{sgn}(u - h)\ln(1 - 2|u - h|)`, h = 1/2.
 
     Exact arithmetic up to the final ``log``; the tails stop at
-    :math:`\ln 2^{m}` (about 36 in float64, 16 in float32; SPEC §2).
+    :math:`\ln 2^{m}` (about 36 in float64, 16 in float32).
     """
     centred = uniform_midpoint(key, shape, dtype) - jnp.asarray(0.5, dtype)
     return -jnp.sign(centred) * jnp.log1p(-2 * jnp.abs(centred))
@@ -120,6 +152,16 @@ def identity(x, params):
 def clip_l2(x, params):
     """The L2 clipping of mechanisms whose params have a ``clip`` radius."""
     return clip_norm(x, params.clip, order=2)
+
+
+def laplace_exact_delta(params: Any, tx: np.ndarray, epsilon: float) -> float | None:
+    """The exact profile of iid Laplace noise of scale ``params.scale`` on a pair
+    that differs in at most one coordinate (:func:`mcdp.exact.laplace_delta`);
+    ``None`` for other pairs."""
+    diff = tx[0] - tx[1]
+    if np.count_nonzero(diff) > 1:
+        return None
+    return laplace_delta(epsilon, float(params.scale), float(np.abs(diff).sum()))
 
 
 def laplace_privacy_loss(y, x, x_prime, scale):

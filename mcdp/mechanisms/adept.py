@@ -8,7 +8,7 @@ claimed sensitivity of :math:`2C`:
 The remedies clip by the L1 norm (``adept-l1``) or use the true sensitivity
 (``adept-true-sensitivity``); both are :math:`\varepsilon`-DP.
 
-In the ACL 2022 sanity check (SPEC E2), the reference code gives ADePT Laplace noise
+In the ACL 2022 sanity check, the reference code gives ADePT Laplace noise
 of scale :math:`1/\varepsilon` for every ``d`` (sensitivity :math:`2C` with
 :math:`C = 1/2`) and does not clip; ``adept`` keeps that convention there
 (``clip = inf``). The remedies clip at :math:`C = 1/2` in E2, as they must to be
@@ -26,6 +26,7 @@ from mcdp.mechanisms._base import (
     additive_log_round_one,
     clip_l2,
     clip_norm,
+    laplace_exact_delta,
     laplace_log_sf,
     laplace_privacy_loss,
     standard_laplace,
@@ -79,6 +80,7 @@ ADEPT = Mechanism(
     calibrate=lambda epsilon, delta, dim, clip: adept_params(epsilon, clip),
     transform=clip_l2,
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
+    exact_delta=laplace_exact_delta,
 )
 
 ADEPT_L1 = Mechanism(
@@ -92,6 +94,7 @@ ADEPT_L1 = Mechanism(
     calibrate=lambda epsilon, delta, dim, clip: adept_params(epsilon, clip),
     transform=lambda x, p: clip_norm(x, p.clip, order=1),
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
+    exact_delta=laplace_exact_delta,
 )
 
 ADEPT_TRUE_SENSITIVITY = Mechanism(
@@ -105,4 +108,5 @@ ADEPT_TRUE_SENSITIVITY = Mechanism(
     ),
     transform=clip_l2,
     privacy_loss=ADEPT.privacy_loss,
+    exact_delta=laplace_exact_delta,
 )

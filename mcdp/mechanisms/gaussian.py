@@ -11,7 +11,7 @@ apart. Claimed :math:`(\varepsilon, \delta)`-DP, which the classic proof gives o
 for :math:`\varepsilon \le 1`; larger :math:`\varepsilon` is accepted (the audit
 measures what it gives).
 
-ACL 2022 sanity check (SPEC E2), shared with ``trlaplace``: :math:`C = \sqrt d`, the
+ACL 2022 sanity check, shared with ``trlaplace``: :math:`C = \sqrt d`, the
 smallest radius that leaves both :math:`0^d` and :math:`1^d` unclipped, so the query
 is the identity as for ``laplace`` and the attack's threshold 1/2 stays midway
 between the two inputs (with :math:`C = \sqrt d/2`, :math:`1^d` would be clipped onto
@@ -31,6 +31,7 @@ from scipy import stats
 
 from mcdp import _validate
 from mcdp._types import Array, ArrayLike, PRNGKey
+from mcdp.exact import gaussian_delta
 from mcdp.mechanisms._base import (
     LogProbs,
     Mechanism,
@@ -117,6 +118,12 @@ def _e2_params(epsilon: float, dim: int) -> GaussianParams:
     return gaussian_params(epsilon, e2_delta(dim), e2_clip(dim))
 
 
+def _exact_delta(params: GaussianParams, tx, epsilon: float) -> float:
+    """The exact profile on any pair: only the L2 distance of ``tx`` matters."""
+    distance = float(np.linalg.norm(tx[0] - tx[1]))
+    return gaussian_delta(epsilon, float(params.sigma), distance)
+
+
 GAUSSIAN = Mechanism(
     name="gaussian",
     sample=gaussian_sample,
@@ -129,4 +136,5 @@ GAUSSIAN = Mechanism(
     calibrate=lambda epsilon, delta, dim, clip: gaussian_params(epsilon, delta, clip),
     transform=lambda x, p: clip_norm(x, p.clip, order=2),
     privacy_loss=gaussian_privacy_loss,
+    exact_delta=_exact_delta,
 )

@@ -13,6 +13,7 @@ from mcdp.mechanisms._base import (
     Mechanism,
     additive_log_round_one,
     identity,
+    laplace_exact_delta,
     laplace_log_sf,
     laplace_privacy_loss,
     standard_laplace,
@@ -34,7 +35,7 @@ def laplace_sample(key: PRNGKey, x: Array, params: LaplaceParams) -> Array:
 
 
 def _e2_params(epsilon: float, dim: int) -> LaplaceParams:
-    # SPEC E2: D = 0^d vs D' = 1^d under the identity query, so Delta_1 = d.
+    # the sanity check: D = 0^d vs D' = 1^d under the identity query, so Delta_1 = d
     return laplace_params(epsilon, sensitivity=dim)
 
 
@@ -51,4 +52,5 @@ LAPLACE = Mechanism(
         epsilon, sensitivity=2 * clip * dim**0.5
     ),
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
+    exact_delta=laplace_exact_delta,
 )

@@ -1,6 +1,13 @@
-r"""Exact references for the majority-vote attack (SPEC E2, last paragraph).
+r"""Exact references: the test oracles and the figures' baselines.
 
-With independent output coordinates, the number ``K`` of coordinates that round to 1
+Each comes from a field of the :class:`~mcdp.mechanisms.Mechanism`, never from its
+name: a mechanism that declares ``log_round_one`` gets the exact loss of the
+majority vote (:func:`exact_e2`), one that declares ``exact_delta`` its exact
+privacy profile (:func:`exact_delta`); the closed forms that the built-in mechanisms
+declare (:func:`gaussian_delta`, :func:`laplace_delta`) live here too.
+
+**The majority vote** (ACL 2022; README, "The estimate"). With independent output
+coordinates, the number ``K`` of coordinates that round to 1
 is Poisson-binomial with success probabilities :math:`q_i`, and the attack guesses 1
 iff :math:`K > d/2`. For iid noise this is :math:`P[\mathrm{Bin}(d, q) > d/2]`.
 Everything is computed in log space (a dynamic programme over coordinates with
@@ -11,13 +18,16 @@ precision, and the exact loss stays finite where it is finite.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import numpy as np
+from scipy import stats
 
-from mcdp.mechanisms import Mechanism
 from mcdp.statistics import loss_from_log_probabilities
+
+if TYPE_CHECKING:  # the mechanisms import this module's closed forms
+    from mcdp.mechanisms import Mechanism
 
 
 class ExactE2(NamedTuple):
@@ -62,7 +72,7 @@ def _logsumexp(values: np.ndarray) -> float:
 
 
 def exact_e2(mechanism: Mechanism, params: Any, dim: int) -> ExactE2 | None:
-    """Exact guess probabilities and loss of the E2 attack on ``0^d`` vs ``1^d``, or
+    """Exact guess probabilities and loss of the majority vote on ``0^d`` vs ``1^d``, or
     ``None`` if the mechanism has no closed form."""
     if mechanism.log_round_one is None:
         return None
@@ -75,3 +85,36 @@ def exact_e2(mechanism: Mechanism, params: Any, dim: int) -> ExactE2 | None:
     )
     loss = loss_from_log_probabilities((log_p1, log_p0), (log_q1, log_q0))
     return ExactE2(log_p1, log_p0, log_q1, log_q0, loss)
+
+
+def gaussian_delta(epsilon: float, sigma: float, distance: float) -> float:
+    r"""Exact privacy profile of the Gaussian mechanism (Balle & Wang 2018, Thm 8):
+    :math:`\Phi(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta})
+    - e^\varepsilon \Phi(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta})`,
+    with :math:`\Delta = \lVert x - x'\rVert_2`; in log space for large epsilon."""
+    if distance == 0:
+        return 0.0
+    a = distance / (2 * sigma)
+    b = epsilon * sigma / distance
+    first = stats.norm.cdf(a - b)
+    second = math.exp(epsilon + stats.norm.logcdf(-a - b))
+    return max(0.0, float(first - second))
+
+
+def laplace_delta(epsilon: float, scale: float, distance: float) -> float:
+    r"""Exact privacy profile of one-dimensional Laplace noise of scale :math:`b` for a
+    shift :math:`\Delta`: :math:`\max(0, 1 - e^{(\varepsilon - \Delta/b)/2})`. It is
+    the profile of a pair that differs in one coordinate."""
+    return max(0.0, 1 - math.exp((epsilon - distance / scale) / 2))
+
+
+def exact_delta(
+    mechanism: Mechanism, params: Any, pair: np.ndarray, epsilon: float
+) -> float | None:
+    r"""The mechanism's exact :math:`\delta(\varepsilon)` on ``pair`` (shape ``(2,
+    d)``, before the mechanism's ``transform``), from its ``exact_delta`` field;
+    ``None`` where it declares none for this pair."""
+    if mechanism.exact_delta is None:
+        return None
+    tx = mechanism.transformed(pair, params)
+    return mechanism.exact_delta(jax.tree.map(np.asarray, params), tx, epsilon)

@@ -1,0 +1,241 @@
+r"""Attacks (distinguishers): every one of them, and the closed registry ``ATTACKS``.
+
+An :class:`Attack` maps mechanism outputs ``y`` of shape ``(n, d)`` to integer
+outcomes in ``[0, num_outcomes)``; the engine (:mod:`mcdp.sampling`) counts how often
+each outcome occurs under each input, and :mod:`mcdp.statistics` turns the counts
+into bounds. Outcomes are *ordered*: the events of an audit are the upper sets
+:math:`\{o \ge k\}` and the lower sets :math:`\{o < k\}`, taken in both orders of the
+pair, so which end speaks for which input does not matter.
+
+An attack that needs data of the audit (the inputs, the parameters, the epsilons
+where the profile is read) declares ``prepare``: before any draw that counts, the
+audit calls ``prepare(context)`` with an :class:`AttackContext` and runs the attack
+it returns, with the ``aux`` it returns (a pytree of arrays passed into the compiled
+loop as data). Whatever ``prepare`` computes is fixed before the counted sample
+exists, so the bounds stay valid however it was chosen; ``context.key`` is there for
+an attack that draws samples of its own, on keys that the counted sample never
+uses.
+
+Registered attacks (``ATTACKS``, :func:`get_attack`):
+
+* ``majority``: the ACL 2022 reconstruction attack, two outcomes;
+* ``support``: an output outside :math:`x' + [-A, A]^d` is impossible under
+  :math:`x'`, for mechanisms whose noise is bounded by a declared :math:`A`;
+* ``lr``: the exact privacy loss :math:`\ln p(y|x) - \ln p(y|x')` binned at
+  thresholds fixed in advance, for mechanisms with a declared density.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mcdp._types import Array, PRNGKey
+from mcdp.mechanisms import Mechanism
+
+LR_GRID = 24  # evenly spaced thresholds on each side, besides the epsilons
+
+
+class AttackContext(NamedTuple):
+    """What an attack's ``prepare`` may use; everything is known before the draws.
+
+    Attributes:
+      mechanism: the audited mechanism.
+      pair: the two inputs, shape ``(2, d)``, as given.
+      transformed: the inputs after the mechanism's ``transform`` (clipping), host
+        float64: what the noise is added to.
+      params: the mechanism's parameters.
+      epsilons: the epsilons where the audit reads its privacy profile.
+      dtype: the run's dtype, ``"float64"`` or ``"float32"``.
+      key: a key for the attack's own draws (training, selection), independent of
+        the keys of the counted sample.
+    """
+
+    mechanism: Mechanism
+    pair: np.ndarray
+    transformed: np.ndarray
+    params: Any
+    epsilons: tuple[float, ...]
+    dtype: str
+    key: PRNGKey
+
+
+class Attack(NamedTuple):
+    """A distinguisher.
+
+    Attributes:
+      name: its name in results (``attack`` field).
+      num_outcomes: how many outcomes ``guess`` returns (for an attack with
+        ``prepare``, that of the attack it prepares; 0 where only the context fixes
+        it).
+      guess: ``guess(y, aux)`` maps outputs of shape ``(n, d)`` to int32 outcomes of
+        shape ``(n,)`` in ``[0, num_outcomes)``; pure JAX, not jitted. ``aux`` is a
+        pytree of arrays passed into the compiled loop as data, so new values do
+        not re-trace.
+      prepare: ``prepare(context) -> (attack, aux)``, run on the host before the
+        counted draws; ``None`` for an attack that needs nothing (its ``aux`` is
+        ``None``).
+      impossible: ``(input, outcome)`` cells that the mechanism's declarations make
+        impossible (input 0 is the pair's first row); where such a cell is indeed
+        never observed, its probability is taken as 0 exactly rather than bounded
+        from the counts.
+    """
+
+    name: str
+    num_outcomes: int
+    guess: Callable[[Array, Any], Array]
+    prepare: Callable[[AttackContext], tuple[Attack, Any]] | None = None
+    impossible: tuple[tuple[int, int], ...] = ()
+
+
+def bind(attack: Attack, context: AttackContext) -> tuple[Attack, Any]:
+    """The attack to run on ``context`` and its ``aux``: ``attack.prepare(context)``,
+    or ``(attack, None)`` for an attack that needs no preparation."""
+    if attack.prepare is None:
+        return attack, None
+    return attack.prepare(context)
+
+
+# --- the majority vote ------------------------------------------------------------
+
+
+def majority_vote_guess(y: Array, aux: Any = None) -> Array:
+    """The ACL 2022 reconstruction attack.
+
+    Each coordinate rounds to 0 below 0.5 and to 1 otherwise (NaN compares false, so
+    it rounds to 1); the mean of the rounded coordinates, rounded half-to-even, is
+    the guess. A tie at ``d/2`` rounds to 0, so the guess is 1 iff more than half of
+    the coordinates round to 1.
+
+    Returns:
+      int32 array of shape ``(n,)``: 0 guesses ``D = 0^d``, 1 guesses ``D' = 1^d``.
+    """
+    del aux
+    ones = jnp.sum(~(y < 0.5), axis=-1, dtype=jnp.int32)
+    return (2 * ones > y.shape[-1]).astype(jnp.int32)
+
+
+MAJORITY_VOTE = Attack(name="majority", num_outcomes=2, guess=majority_vote_guess)
+
+
+# --- the support test -------------------------------------------------------------
+
+
+def _support_guess(y, aux):
+    """0: outside the support of x only (speaks for x'); 2: outside that of x' only
+    (speaks for x); 1: otherwise."""
+    tx, tx_prime, bound = aux
+    tx = jnp.broadcast_to(tx, y.shape)
+    tx_prime = jnp.broadcast_to(tx_prime, y.shape)
+    in_x = jnp.all(jnp.abs(y - tx) <= bound, axis=-1)
+    in_x_prime = jnp.all(jnp.abs(y - tx_prime) <= bound, axis=-1)
+    only_x = in_x & ~in_x_prime
+    only_x_prime = in_x_prime & ~in_x
+    return jnp.where(only_x, 2, jnp.where(only_x_prime, 0, 1)).astype(jnp.int32)
+
+
+def _prepare_support(context: AttackContext) -> tuple[Attack, Any]:
+    mechanism, tx = context.mechanism, context.transformed
+    if mechanism.noise_bound is None:
+        raise ValueError(
+            f"attack 'support' needs bounded noise; {mechanism.name!r} has none."
+        )
+    bound = float(mechanism.noise_bound(jax.tree.map(np.asarray, context.params)))
+    # outputs computed as tx + eta can land a few ulps past tx +- A: widen the box
+    # by that much (a fixed event either way, so the bound stays valid)
+    slack = 8 * np.finfo(context.dtype).eps * (np.abs(tx).max() + bound)
+    return SUPPORT_TEST, (tx[0], tx[1], bound + slack)
+
+
+SUPPORT_TEST = Attack(
+    "support",
+    3,
+    _support_guess,
+    prepare=_prepare_support,
+    # outcome 2 (outside the support of x') cannot come from x', 0 not from x
+    impossible=((1, 2), (0, 0)),
+)
+
+
+# --- the likelihood-ratio test ----------------------------------------------------
+
+
+@functools.cache
+def likelihood_ratio_attack(mechanism: Mechanism, num_thresholds: int) -> Attack:
+    """Outcome = how many of the sorted thresholds the privacy loss reaches.
+
+    ``aux = (tx, tx_prime, params, thresholds)`` with the transformed (clipped)
+    inputs. Cached, so equal arguments give the same (hashable) attack and the
+    engine compiles once.
+    """
+    if mechanism.privacy_loss is None:
+        raise ValueError(
+            "attack 'lr' needs a mechanism with a known density, "
+            f"not {mechanism.name!r}."
+        )
+    loss_fn = mechanism.privacy_loss
+
+    def guess(y, aux):
+        tx, tx_prime, params, thresholds = aux
+        loss = loss_fn(y, tx, tx_prime, params)
+        return jnp.searchsorted(thresholds, loss, side="right").astype(jnp.int32)
+
+    return Attack("lr", num_thresholds + 1, guess)
+
+
+def lr_thresholds(epsilons: Sequence[float]) -> np.ndarray:
+    r"""Fixed thresholds: :math:`\pm\varepsilon` for every epsilon of interest (the
+    Neyman–Pearson optimal events :math:`\{L \ge \varepsilon\}`), 0, and an even
+    grid in between."""
+    top = max(epsilons, default=1.0) or 1.0
+    grid = np.linspace(-top, top, 2 * LR_GRID + 1)
+    values = np.concatenate([grid, np.asarray(epsilons), -np.asarray(epsilons), [0.0]])
+    return np.unique(np.round(values, 12))
+
+
+def _prepare_lr(context: AttackContext) -> tuple[Attack, Any]:
+    thresholds = lr_thresholds(context.epsilons)
+    attack = likelihood_ratio_attack(context.mechanism, len(thresholds))
+    # A loss atom can sit exactly on a threshold (Laplace at its calibration has
+    # atoms at +-epsilon); rounding would split it differently under x and x' (their
+    # outputs lie on different float grids), a distinguisher of rounding, not of the
+    # mechanism. Cut a hair below each threshold: the events stay fixed in advance.
+    eps = np.finfo(context.dtype).eps
+    cut = thresholds - math.sqrt(eps) * np.maximum(1.0, np.abs(thresholds))
+    tx = context.transformed
+    return attack, (tx[0], tx[1], context.params, cut)
+
+
+def _unprepared(y: Array, aux: Any) -> Array:
+    raise ValueError("attack 'lr' runs only as prepared by an audit (see bind).")
+
+
+LIKELIHOOD_RATIO = Attack("lr", 0, _unprepared, prepare=_prepare_lr)
+
+
+# --- the registry -----------------------------------------------------------------
+
+ATTACKS: Mapping[str, Attack] = MappingProxyType(
+    {a.name: a for a in (MAJORITY_VOTE, SUPPORT_TEST, LIKELIHOOD_RATIO)}
+)
+
+
+def get_attack(attack: str | Attack) -> Attack:
+    """Looks a name up in ``ATTACKS`` (an :class:`Attack` is returned as it is); the
+    error lists the known attacks."""
+    if isinstance(attack, Attack):
+        return attack
+    try:
+        return ATTACKS[attack]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"Unknown attack {attack!r}; expected one of: {', '.join(sorted(ATTACKS))}"
+            " or an mcdp.Attack."
+        ) from None

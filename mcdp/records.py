@@ -1,0 +1,312 @@
+"""Result records: what every audit and experiment returns and stores.
+
+Every record is a frozen dataclass that derives from :class:`Record`: it carries the
+:class:`Provenance` of the run (mcdp and jax versions, backend, x64 flag, stream of
+the seed) as its last fields, and has ``to_dict`` (flat, JSON-ready), ``to_json``
+(one object; infinities as ``Infinity``), ``from_dict`` (for the resumable result
+files) and ``__str__`` (what the command line prints).
+
+* :class:`AuditResult`: one sanity check (ACL 2022; :func:`mcdp.audit`);
+* :class:`TargetWidthResult`: one sanity check run to a target width;
+* :class:`DeltaAuditResult` with its :class:`ProfilePoint` list: one (epsilon,
+  delta) audit (:func:`mcdp.audit_delta`);
+* the EMNLP 2021 records, :class:`mcdp.violations.ViolationResult` and
+  :class:`mcdp.sensitivity.SensitivityRecord`, live beside their computations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from importlib import metadata
+from typing import Any
+
+import jax
+
+try:
+    __version__ = metadata.version("mcdp")
+except metadata.PackageNotFoundError:  # running from a source tree
+    __version__ = "0.1.0"
+
+PRIME_LABEL = "D' = 1^d"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Provenance:
+    """How a result was made: every record stores these fields."""
+
+    mcdp_version: str
+    jax_version: str
+    backend: str
+    x64: bool
+    prng_impl: str  # the stream of the seed or key (mcdp.prng.STREAMS)
+
+
+PROVENANCE_FIELDS = tuple(f.name for f in dataclasses.fields(Provenance))
+
+
+def provenance(dtype: str, prng: str) -> dict[str, Any]:
+    """The :class:`Provenance` fields of a run in ``dtype`` from stream ``prng`` on
+    this process: pass them to a record as ``**provenance(dtype, prng)``."""
+    return {
+        "mcdp_version": __version__,
+        "jax_version": jax.__version__,
+        "backend": jax.default_backend(),
+        "x64": dtype == "float64",
+        "prng_impl": prng,
+    }
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Record(Provenance):
+    """The base of every result record."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields, the record's own first, then its provenance; nested records
+        become dicts."""
+        own = [f.name for f in dataclasses.fields(self)]
+        order = [n for n in own if n not in PROVENANCE_FIELDS] + list(PROVENANCE_FIELDS)
+        values = dataclasses.asdict(self)
+        return {name: values[name] for name in order}
+
+    def to_json(self) -> str:
+        """One JSON object; infinities are written as ``Infinity``."""
+        return json.dumps(self.to_dict(), allow_nan=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        """The record of :meth:`to_dict`'s output (a cell of a result file)."""
+        return cls(**data)
+
+
+def _fmt(value: float) -> str:
+    return "inf" if math.isinf(value) else f"{value:.4g}"
+
+
+# --- the sanity check --------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AuditResult(Record):
+    """One sanity check (ACL 2022): counts, estimate, bounds, exact value.
+
+    ``counts`` is ``[[D→0, D→1], [D'→0, D'→1]]``; ``loss`` is the MLE privacy loss of
+    the attack (the majority vote unless ``attack`` says otherwise) with the
+    interval ``[loss_lower, loss_upper]`` at ``confidence``; ``exact`` is the exact
+    loss of the majority vote (``None`` where not known, or for another attack).
+    ``violated`` is true when ``loss_lower`` exceeds the claimed epsilon, ``None``
+    where the claim is not a pure epsilon.
+    """
+
+    mechanism: str
+    epsilon: float
+    dim: int
+    draws: int
+    seed: int
+    counts: list[list[int]]
+    loss: float
+    loss_lower: float
+    loss_upper: float
+    confidence: float
+    exact: float | None
+    seconds: float
+    dtype: str
+    nan_policy: str | None
+    guess1_rate: list[float]
+    exact_guess1: list[float] | None
+    exact_log_guess1: list[float] | None
+    claim: str | None
+    violated: bool | None
+    interrupted: bool
+    attack: str = "majority"  # added after the first grid files: may be missing
+
+    def __str__(self) -> str:
+        (d0, d1), (e0, e1) = self.counts
+        width = max(len(f"{c:,}") for c in (d0, d1, e0, e1, 10**7))
+        exact = "unknown" if self.exact is None else _fmt(self.exact)
+        head = f"{self.mechanism}" + (
+            f" (NaN policy {self.nan_policy})" if self.nan_policy else ""
+        )
+        lines = [
+            f"{head}, epsilon = {self.epsilon:g}, d = {self.dim}: "
+            f"{self.draws:,} draws per dataset (seed {self.seed}, {self.dtype})",
+            f"{'':12}{'guess 0':>{width}}  {'guess 1':>{width}}",
+            f"{'D  = 0^d':12}{d0:>{width},}  {d1:>{width},}",
+            f"{PRIME_LABEL:12}{e0:>{width},}  {e1:>{width},}",
+            f"privacy loss {_fmt(self.loss)}  "
+            f"[{_fmt(self.loss_lower)}, {_fmt(self.loss_upper)}] "
+            f"({self.confidence:.0%} CI)   exact {exact}",
+        ]
+        if self.violated is not None:
+            verdict = (
+                f"violated: the lower bound {_fmt(self.loss_lower)} exceeds epsilon"
+                if self.violated
+                else "not refuted by this attack"
+            )
+            lines.append(f"claim {self.claim}: {verdict}")
+        if self.interrupted:
+            lines.append("interrupted: the counts above are those finished so far")
+        lines.append(f"{self.seconds:.1f} s on {self.backend}")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        """One line: the cell and its loss, as a grid run reports it."""
+        exact = "  -  " if self.exact is None else f"{self.exact:.4g}"
+        return (
+            f"{self.mechanism:>8} eps={self.epsilon:<5g} d={self.dim:<4} "
+            f"loss {self.loss:.4g} [{self.loss_lower:.4g}, {self.loss_upper:.4g}] "
+            f"exact {exact}"
+        )
+
+    @property
+    def width(self) -> float:
+        """``loss_upper - loss_lower``; ``inf`` where the upper end is infinite."""
+        if math.isinf(self.loss_upper):
+            return math.inf
+        return self.loss_upper - self.loss_lower
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetWidthResult:
+    """A sanity check run in rounds until its loss interval is at most
+    ``target_width`` wide.
+
+    ``audit`` holds the counts and the estimate: the same :class:`AuditResult` as
+    ``audit(..., draws=audit.draws)`` with the same seed (``seconds`` and
+    ``interrupted`` aside), and with it the provenance. The other fields say how
+    the target stands:
+
+    * ``width``: ``loss_upper - loss_lower`` of these counts; ``target_met`` is
+      ``width <= target_width``.
+    * ``rounds``: the draws per dataset at the end of every finished round;
+      ``round_draws`` the end of the round under way (of the last one when done).
+    * ``draws_needed``: the draws per dataset, counted from the start, that these
+      counts predict for the target (:func:`mcdp.statistics.draws_needed`), ``inf``
+      where none up to :data:`mcdp.statistics.SEARCH_LIMIT` would do. When a cell is
+      still 0, ``draws_needed_is_lower_bound`` is true: the prediction assumes the
+      largest probability of that cell that the counts allow, and rarer cells need
+      more draws.
+    * ``draws_needed_exact``: the same prediction from the exact probabilities,
+      known before the run (``None`` where the mechanism has no closed form).
+    * ``outcome``: all of this in one line.
+    """
+
+    audit: AuditResult
+    target_width: float
+    max_draws: int
+    round_draws: int
+    width: float
+    target_met: bool
+    rounds: list[int]
+    draws_needed: int | float
+    draws_needed_is_lower_bound: bool
+    draws_needed_exact: int | float | None
+    outcome: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The audit's fields, then this record's own (``audit`` is not a key)."""
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del own["audit"]
+        return self.audit.to_dict() | own
+
+    to_json = Record.to_json
+
+    def round_line(self) -> str:
+        """One line on the counts: round, draws, loss interval and width."""
+        a = self.audit
+        return (
+            f"round {len(self.rounds)}: {a.draws:>15,} draws per dataset, loss "
+            f"{_fmt(a.loss)} [{_fmt(a.loss_lower)}, {_fmt(a.loss_upper)}], "
+            f"width {_fmt(self.width)}"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.audit}\n{self.outcome}"
+
+
+# --- (epsilon, delta) audits -------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfilePoint:
+    """The privacy profile at one epsilon: delta's estimate and simultaneous bounds,
+    and the exact value where the mechanism declares one for the pair."""
+
+    epsilon: float
+    delta_estimate: float
+    delta_lower: float
+    delta_upper: float
+    delta_exact: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DeltaAuditResult(Record):
+    """An (epsilon, delta) audit of one mechanism on one pair with one attack.
+
+    ``profile`` reads the same counts at every epsilon of the audit (the claimed one
+    among them); ``delta_*`` are its point at the claimed epsilon, and ``violated``
+    is ``delta_lower > delta_claimed``. ``loss*`` is the largest log ratio of an
+    event's probabilities, on the same simultaneous intervals; ``exact`` the exact
+    loss of the majority vote on ``zeros-ones`` where known.
+    """
+
+    mechanism: str
+    epsilon: float
+    dim: int
+    draws: int
+    seed: int
+    pair: str
+    attack: str
+    clip: float
+    counts: list[list[int]]
+    confidence: float
+    loss: float
+    loss_lower: float
+    loss_upper: float
+    exact: float | None
+    delta_claimed: float
+    delta_estimate: float
+    delta_lower: float
+    delta_upper: float
+    delta_exact: float | None
+    violated: bool
+    profile: list[ProfilePoint]
+    seconds: float
+    dtype: str
+    interrupted: bool
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeltaAuditResult:
+        profile = [ProfilePoint(**point) for point in data["profile"]]
+        return cls(**(data | {"profile": profile}))
+
+    def __str__(self) -> str:
+        exact = "unknown" if self.delta_exact is None else f"{self.delta_exact:.4g}"
+        verdict = "VIOLATED" if self.violated else "not refuted"
+        because = (
+            " (the lower bound exceeds the claimed delta)" if self.violated else ""
+        )
+        return "\n".join(
+            [
+                f"{self.mechanism} on the {self.pair} pair (d = {self.dim}, C = "
+                f"{self.clip:g}), {self.attack} attack: {self.draws:,} draws per input "
+                f"(seed {self.seed}, {self.dtype})",
+                f"claimed (epsilon, delta) = "
+                f"({self.epsilon:g}, {self.delta_claimed:.4g})",
+                f"delta at epsilon = {self.epsilon:g}: "
+                f"estimate {self.delta_estimate:.4g}, {self.confidence:.0%} lower "
+                f"bound {self.delta_lower:.4g}, exact {exact}",
+                f"claim {verdict}{because}",
+                f"{self.seconds:.1f} s on {self.backend}",
+            ]
+        )
+
+    def summary(self) -> str:
+        """One line: the cell and its delta bounds, as a grid run reports it."""
+        return (
+            f"{self.mechanism:>9} eps={self.epsilon:<5g} d={self.dim:<5} "
+            f"{self.pair:>8} {self.attack:>7}: delta claimed "
+            f"{self.delta_claimed:.3g}, lower {self.delta_lower:.3g}, estimate "
+            f"{self.delta_estimate:.3g}{'  VIOLATED' if self.violated else ''}"
+        )
