@@ -9,9 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import mcdp
+from mcdp.exact import laplace_delta
 from mcdp.mechanisms import (
     MECHANISMS,
     NAN_POLICIES,
+    LaplaceParams,
+    Mechanism,
     adept_params,
     dptext_params,
     get_mechanism,
@@ -156,3 +160,60 @@ def test_registry():
 def test_unknown_nan_policy_lists_the_known_ones():
     with pytest.raises(ValueError, match="nan, resample, zero"):
         dptext_params(1.0, 1.0, "drop")
+
+
+# --- what a user's mechanism declares, and nothing more ---------------------------
+
+
+def _laplace_calibration(epsilon, delta, dim, clip):
+    return LaplaceParams(scale=2 * clip * dim**0.5 / epsilon)
+
+
+def test_exact_references_come_from_fields_not_from_the_name():
+    """A user mechanism named like a built-in one gets no built-in reference."""
+    impostor = Mechanism(
+        "gaussian",  # the name of the built-in, the sampler of Laplace
+        MECHANISMS["laplace"].sample,
+        calibrate=_laplace_calibration,
+        privacy_loss=MECHANISMS["laplace"].privacy_loss,
+    )
+    result = mcdp.audit_delta(impostor, 1.0, 1e-5, 4, 2048, pair="axis")
+    assert result.delta_exact is None
+    assert all(point.delta_exact is None for point in result.profile)
+    builtin = mcdp.audit_delta("gaussian", 1.0, 1e-5, 4, 2048, pair="axis")
+    assert builtin.delta_exact is not None
+    # declaring the field is what gives the reference
+    declared = impostor._replace(exact_delta=MECHANISMS["laplace"].exact_delta)
+    result = mcdp.audit_delta(declared, 1.0, 1e-5, 4, 2048, pair="axis")
+    scale = _laplace_calibration(1.0, 1e-5, 4, 1.0).scale
+    assert result.delta_exact == pytest.approx(laplace_delta(1.0, scale, 2.0))
+
+
+def test_e2_params_is_optional_and_named_where_it_is_needed():
+    lean = Mechanism(
+        "lean-laplace", MECHANISMS["laplace"].sample, calibrate=_laplace_calibration
+    )
+    with pytest.raises(ValueError, match="'lean-laplace' has no e2_params.*params="):
+        mcdp.audit(lean, 1.0, 2, 1000)
+    with pytest.raises(ValueError, match="no e2_params"):
+        mcdp.audit_delta(lean, 1.0, 0.0, 2, 1000, pair="zeros-ones")
+    given = mcdp.audit(lean, 1.0, 2, 1000, params=LaplaceParams(scale=2.0))
+    reference = mcdp.audit("laplace", 1.0, 2, 1000)  # the same scale d / epsilon
+    assert given.counts != reference.counts  # another name, another key ...
+    assert given.claim is None and given.violated is None  # ... and no claim
+    assert "claim" not in str(given)
+    calibrated = mcdp.audit_delta(
+        lean, 1.0, 0.0, 2, 1000, pair="axis", attack="majority"
+    )
+    assert calibrated.attack == "majority" and calibrated.draws == 1000
+
+
+def test_a_mechanism_needs_only_a_name_and_a_sampler():
+    bare = Mechanism("bare", MECHANISMS["laplace"].sample)
+    assert bare.e2_params is bare.log_round_one is bare.exact_delta is None
+    assert bare.claim is None and bare.transform is None
+    xs = np.array([[3.0, 4.0], [0.0, 0.0]])
+    assert np.array_equal(bare.transformed(xs, None), xs)
+    adept = MECHANISMS["adept"]
+    clipped = adept.transformed(xs, adept_params(1.0, 1.0))
+    assert clipped[0] == pytest.approx([0.6, 0.8])  # L2 clipped to C = 1
