@@ -1,13 +1,13 @@
-r"""Two pure-NumPy versions of the ACL 2022 sanity check (SPEC E2), as baselines.
+r"""Two pure-NumPy versions of the ACL 2022 sanity check, as baselines.
 
 The experiment: the inputs are ``D = 0^d`` and ``D' = 1^d``; each is run through the
 mechanism ``num_draws`` times; the attacker rounds every output coordinate
 (``< 0.5`` -> 0, otherwise 1, NaN -> 1) and guesses 1 iff more than ``d / 2``
 coordinates rounded to 1 (the mean rounded half-to-even, so a tie guesses 0). Both
 functions return the ``(2, 2)`` int64 counts ``[[D->0, D->1], [D'->0, D'->1]]``, the
-frequency matrix of SPEC E2.
+frequency matrix of the sanity check.
 
-Mechanisms (:data:`MECHANISMS`), with their E2 parametrisation (SPEC §2 and E2):
+Mechanisms (:data:`MECHANISMS`), with their parametrisation in the sanity check:
 
 * ``laplace``: :math:`\eta = -b\,\mathrm{sgn}(u - \tfrac12)\ln(1 - 2|u - \tfrac12|)`,
   :math:`u \sim U(0, 1)`, scale :math:`b = d/\varepsilon`;
@@ -60,7 +60,7 @@ _SWAR_ONES = np.uint64(0x0101_0101_0101_0101)
 
 
 def e2_scale(mechanism: str, epsilon: float, dim: int) -> float:
-    """The Laplace scale ``b`` that the reference code uses in E2.
+    """The Laplace scale ``b`` that the reference code uses in the sanity check.
 
     Args:
       mechanism: one of :data:`MECHANISMS`.
@@ -321,7 +321,7 @@ def best_numpy(
     bit_generator: str = DEFAULT_BIT_GENERATOR,
     uniforms: str | None = None,
 ) -> np.ndarray:
-    """The fastest NumPy we have for the E2 experiment: chunked, in place, threaded.
+    """The fastest NumPy we have for the sanity check: chunked, in place, threaded.
 
     The draws of each dataset are split evenly over ``threads`` worker threads; each
     has its own bit generator (from ``SeedSequence(seed).spawn(threads)``) and its

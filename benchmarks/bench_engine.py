@@ -2,7 +2,7 @@
 
 What is measured
 ----------------
-The ACL 2022 sanity check (SPEC E2) at epsilon = 1: the inputs are ``D = 0^d`` and
+The ACL 2022 sanity check at epsilon = 1: the inputs are ``D = 0^d`` and
 ``D' = 1^d``, each is run through the mechanism ``draws`` times, and the
 majority-vote attack rounds each output coordinate (``< 0.5`` -> 0, otherwise 1,
 NaN -> 1) and guesses 1 iff more than ``d / 2`` coordinates rounded to 1. The
@@ -312,8 +312,8 @@ def format_tables(rows: Sequence[Row], ratios: Sequence[Ratio], env: dict) -> st
         f"{'cpu':>4} {'cpu ns':>6} {'P1|D':>9} {'P1|D`':>9} {'z':>5}"
     )
     lines = [
-        f"SPEC E2 (majority vote), epsilon={EPSILON:g}: mcdp vs the reference port vs "
-        "the best NumPy, the same dtype within each group",
+        f"sanity check (majority vote), epsilon={EPSILON:g}: mcdp vs the reference "
+        "port vs the best NumPy, the same dtype within each group",
         environment_line(env),
         "",
         columns,
@@ -398,7 +398,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line; see the module docstring."""
     parser = argparse.ArgumentParser(
         description="Scalar draws per second of the mcdp engine, the reference "
-        "algorithm ported to NumPy, and the best NumPy (SPEC E2, majority vote).",
+        "algorithm ported to NumPy, and the best NumPy (the sanity check, majority "
+        "vote).",
     )
     parser.add_argument(
         "--mechanisms",

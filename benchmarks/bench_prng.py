@@ -14,7 +14,7 @@ What is measured
    An implementation that fails to trace, compile or run (under ``vmap``) gets a
    row that says why instead of a figure.
 2. **Chunk size.** The real engine, :func:`mcdp.sampling.count_outcomes` on the
-   ACL 2022 sanity check (SPEC E2: laplace, epsilon = 1, majority vote) with the
+   ACL 2022 sanity check (sanity check: laplace, epsilon = 1, majority vote) with the
    key :func:`mcdp.sampling.key` (PRNG :data:`mcdp.sampling.PRNG_IMPL`), with
    ``chunk_blocks`` set so that a chunk holds 2^16 ... 2^22 scalars per dataset
    (``--chunks``; at least one block).
@@ -198,7 +198,7 @@ def bench_kernel(
 def bench_chunk(
     dtype: str, dim: int, chunk_scalars: int, scalars: int, repeats: int, seed: int
 ) -> SweepRow:
-    """Part 2: the engine on E2 (laplace) with chunks of ``chunk_scalars``."""
+    """Part 2: the engine on the sanity check (laplace), chunks of ``chunk_scalars``."""
     mechanism = get_mechanism("laplace")
     params = mechanism.e2_params(1.0, dim)
     xs = np.stack([np.zeros(dim), np.ones(dim)])
@@ -268,8 +268,8 @@ def format_tables(
         f"scal/s = draws / best-of-repeats seconds; cpu = process CPU s / wall s; "
         f"z = |P[>1/2] - {P_ABOVE:.5f}| / SE (warning above {SANITY_SIGMAS:g}).",
         "",
-        "Part 2: the engine (count_outcomes, SPEC E2 laplace, epsilon = 1, majority "
-        "vote, key = mcdp.sampling.key) against the chunk size",
+        "Part 2: the engine (count_outcomes, sanity check, laplace, epsilon = 1, "
+        "majority vote, key = mcdp.sampling.key) against the chunk size",
     ]
     columns = (
         f"{'prng':>13} {'dtype':>7} {'d':>4} {'chunk blocks':>12} "

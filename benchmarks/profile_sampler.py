@@ -3,7 +3,7 @@
 What is measured
 ----------------
 The real engine (:func:`mcdp.sampling.count_outcomes`, the ACL 2022 sanity check,
-SPEC E2, majority vote) runs four samplers in place of the Laplace mechanism, each
+majority vote) runs four samplers in place of the Laplace mechanism, each
 adding one stage of :func:`mcdp.mechanisms._base.standard_laplace` to the one
 before:
 
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="best of (3)")
     args = parser.parse_args(argv)
     print(environment_line(environment()))
-    print(f"CPU ns per scalar, laplace E2 engine, d = {args.dim}")
+    print(f"CPU ns per scalar, laplace sanity-check engine, d = {args.dim}")
     header = f"{'stream':>13} {'dtype':>7} " + " ".join(f"{s:>8}" for s in STAGES)
     print(header)
     print("-" * len(header))

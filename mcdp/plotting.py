@@ -196,7 +196,7 @@ def _acl2022_legend(ax, colors, meta: Mapping[str, Any]) -> None:
 
 
 def acl2022_fig2(histograms: Mapping[str, Any]) -> Figure:
-    """ACL 2022 Figure 2: histograms of the Laplace samplers (SPEC E3)."""
+    """ACL 2022 Figure 2: histograms of the Laplace samplers."""
     panels = histograms["samplers"]
     edges = histograms["edges"]
     fig, axes = plt.subplots(
@@ -318,7 +318,7 @@ E4_STYLES = {
 
 
 def trlaplace_audit(data: Mapping[str, Any]) -> Figure:
-    """E4: claimed delta against the measured lower bound, per epsilon.
+    """The TrLaplace audit: claimed delta against the measured lower bound, per epsilon.
 
     One panel per mechanism, log-log. Filled markers are the lower confidence bounds
     on delta (a bound of 0, i.e. nothing detected, sits on the bottom edge as an

@@ -11,8 +11,8 @@ The remedies clip by the L1 norm (``adept-l1``) or use the true sensitivity
 In the ACL 2022 sanity check, the reference code gives ADePT Laplace noise
 of scale :math:`1/\varepsilon` for every ``d`` (sensitivity :math:`2C` with
 :math:`C = 1/2`) and does not clip; ``adept`` keeps that convention there
-(``clip = inf``). The remedies clip at :math:`C = 1/2` in E2, as they must to be
-private.
+(``clip = inf``). The remedies clip at :math:`C = 1/2` in the sanity check, as they
+must to be private.
 """
 
 from __future__ import annotations

@@ -105,12 +105,12 @@ def gaussian_privacy_loss(
 
 
 def e2_delta(dim: int) -> float:
-    r""":math:`\delta = 1/(4d)` in the E2 sanity check (TrLaplace paper, §6.1)."""
+    r""":math:`\delta = 1/(4d)` in the sanity check (TrLaplace paper, §6.1)."""
     return 1 / (4 * dim)
 
 
 def e2_clip(dim: int) -> float:
-    r""":math:`C = \sqrt d` in the E2 sanity check: :math:`1^d` stays unclipped."""
+    r""":math:`C = \sqrt d` in the sanity check: :math:`1^d` stays unclipped."""
     return math.sqrt(dim)
 
 

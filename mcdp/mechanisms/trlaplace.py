@@ -20,7 +20,8 @@ Sampling is exact inversion of the CDF: with :math:`u` a midpoint uniform and
 :math:`v = 2|u - 1/2| \in (0, 1)`,
 :math:`\eta = \mathrm{sgn}(u - 1/2)\,\bigl(-\ln(1 - v(1 - e^{-\alpha A}))/\alpha\bigr)`,
 computed with ``log1p``/``expm1`` in ``x.dtype`` (float64 in the engine's default).
-E2 conventions (:math:`C = \sqrt d`, :math:`\delta = 1/(4d)`) are ``gaussian``'s.
+In the sanity check its conventions (:math:`C = \sqrt d`, :math:`\delta = 1/(4d)`) are
+``gaussian``'s.
 """
 
 from __future__ import annotations
