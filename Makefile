@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DRAWS  ?= 1e7
 
-.PHONY: install test test-slow test-all lint figures grid bench clean
+.PHONY: install install-gpu test test-slow test-all lint figures grid bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# JAX's CUDA wheels into the same .venv: every command then runs on the GPU
+install-gpu: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,cuda]'
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -3,6 +3,7 @@
 The public API; the README's "Architecture" section says which module holds what.
 """
 
+from mcdp import _compilation_cache
 from mcdp.attacks import ATTACKS, MAJORITY_VOTE, Attack, AttackContext, get_attack
 from mcdp.auditing import (
     audit,
@@ -26,6 +27,8 @@ from mcdp.records import (
 from mcdp.records import __version__ as __version__
 from mcdp.sampling import count_outcomes, iter_counts
 from mcdp.statistics import Estimate, clopper_pearson, loss_estimate
+
+_compilation_cache.enable()
 
 __all__ = [
     "ATTACKS",

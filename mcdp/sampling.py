@@ -39,8 +39,15 @@ from mcdp.mechanisms import Mechanism
 BLOCK_DRAWS = 1024  # draws per key; changing it changes every stream, so it is fixed
 PRNG_IMPL = prng_module.DEFAULT  # the stream of a seed; see :func:`key`
 PRNG_IMPLS = prng_module.STREAMS  # the streams a seed can mean
-CHUNK_SCALARS = 1 << 20  # scalars per chunk (per input): ~1e6 fits the caches
-CALL_SCALARS = 1 << 27  # scalars per device per compiled call (per input)
+CHUNK_SCALARS = 1 << 20  # CPU: scalars per chunk (per input): ~1e6 fits the caches
+CALL_SCALARS = 1 << 27  # CPU: scalars per device per compiled call (per input)
+# Accelerators: (largest d, scalars per chunk) rows, and scalars per call. Set from
+# one H100 sweep of laplace at d = 1, 8, 32, 128 (threefry4x32, both dtypes): chunks
+# of 2^24 scalars and calls of ~2^30 ran 3-4x the CPU sizes' 2.7-3.5e10 draws/s,
+# except at d = 8, where 2^24 fell to 3.5e10 and 2^22 gave 9.3e10 (float32). Which
+# d between 2 and 16 share that cliff is not measured: they take 2^22 too.
+ACCELERATOR_CHUNKS = ((1, 1 << 24), (16, 1 << 22), (_validate.MAX_DIM, 1 << 24))
+ACCELERATOR_CALL_SCALARS = 1 << 30
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
 DTYPES = _validate.DTYPES
 
@@ -79,9 +86,21 @@ class Progress(NamedTuple):
     counts: np.ndarray  # (num_inputs, num_outcomes) int64 totals
 
 
-def chunk_blocks_for(dim: int) -> int:
-    """Blocks per chunk so that a chunk holds about :data:`CHUNK_SCALARS` scalars."""
-    return max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))
+def default_sizes(dim: int, platform: str = "cpu") -> tuple[int, int]:
+    """``(chunk scalars, call scalars)`` per input for ``dim`` on ``platform``
+    (``jax.Device.platform``): :data:`CHUNK_SCALARS` and :data:`CALL_SCALARS` on a
+    CPU, :data:`ACCELERATOR_CHUNKS` and :data:`ACCELERATOR_CALL_SCALARS` elsewhere.
+    The counts of a seed do not depend on them."""
+    if platform == "cpu":
+        return CHUNK_SCALARS, CALL_SCALARS
+    chunk = next(scalars for top, scalars in ACCELERATOR_CHUNKS if dim <= top)
+    return chunk, ACCELERATOR_CALL_SCALARS
+
+
+def chunk_blocks_for(dim: int, platform: str = "cpu") -> int:
+    """Blocks per chunk so that a chunk holds about the platform's chunk scalars
+    (:func:`default_sizes`)."""
+    return max(1, default_sizes(dim, platform)[0] // (BLOCK_DRAWS * dim))
 
 
 @partial(jax.jit, static_argnames=("sample", "attack", "chunk_blocks", "mesh"))
@@ -222,10 +241,11 @@ def iter_counts(
       params: the mechanism's parameters (a pytree of floats or arrays).
       num_draws: draws per input, ``1 <= num_draws <= 2**40``.
       dtype: ``"float64"`` (default; the Laplace tails reach ~36 b) or ``"float32"``.
-      chunk_blocks: blocks per chunk (default: about 1e6 scalars); any value gives the
-        same counts.
+      chunk_blocks: blocks per chunk (default: :func:`default_sizes` of the
+        devices' platform, about 1e6 scalars on a CPU); any value gives the same
+        counts.
       call_chunks: chunks per device per compiled call (default: about 1.3e8
-        scalars per device per call).
+        scalars per device per call on a CPU, 1e9 on an accelerator).
       aux: the attack's data (a pytree; floats become arrays of ``dtype``).
       resume: a :class:`Progress` of an earlier run with the same key, mechanism,
         attack, inputs, parameters and dtype whose ``draws`` is a multiple of
@@ -244,12 +264,13 @@ def iter_counts(
     if xs_host.ndim != 2 or 0 in xs_host.shape:
         raise ValueError(f"Expected xs of shape (num_inputs, d), got {xs_host.shape}.")
     num_inputs, dim = xs_host.shape
-    chunk_blocks = chunk_blocks or chunk_blocks_for(dim)
+    mesh = _mesh(devices)
+    platform = mesh.devices.flat[0].platform
+    chunk_blocks = chunk_blocks or chunk_blocks_for(dim, platform)
     call_chunks = call_chunks or max(
-        1, CALL_SCALARS // (chunk_blocks * BLOCK_DRAWS * dim)
+        1, default_sizes(dim, platform)[1] // (chunk_blocks * BLOCK_DRAWS * dim)
     )
     # int32 counts per call must not overflow
-    mesh = _mesh(devices)
     num_devices = mesh.size
     call_chunks = min(
         call_chunks, (2**31 - 1) // (num_devices * chunk_blocks * BLOCK_DRAWS)
