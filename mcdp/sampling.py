@@ -12,9 +12,10 @@ number of consecutive blocks drawn at once (vmapped), and one compiled call runs
 * counts stay exact: each call counts fewer than :math:`2^{31}` draws in int32, and
   the host adds the per-call totals as Python ints.
 
-Only this module jits. Mechanisms and attacks are plain functions, passed as static
-arguments; parameters are pytrees of arrays, so new keys, parameters or numbers of
-draws do not re-trace.
+This module is the only jit boundary of the audits (the EMNLP 2021 computations,
+:mod:`mcdp.violations` and :mod:`mcdp.sensitivity`, compile loops of their own).
+Mechanisms and attacks are plain functions, passed as static arguments; parameters
+are pytrees of arrays, so new keys, parameters or numbers of draws do not re-trace.
 """
 
 from __future__ import annotations
