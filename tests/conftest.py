@@ -20,6 +20,22 @@ SEED = int(os.environ.get("MCDP_TEST_SEED", "0"))
 FAIL_PROB = 1e-4  # per stochastic assertion
 Z = float(stats.norm.isf(FAIL_PROB / 2))  # two-sided multiplier (~3.9)
 
+# the fields of an audit record: ``mcdp audit --json`` and each cell of a grid file
+AUDIT_FIELDS = {
+    "mechanism",
+    "epsilon",
+    "dim",
+    "draws",
+    "seed",
+    "counts",
+    "loss",
+    "loss_lower",
+    "loss_upper",
+    "confidence",
+    "exact",
+    "seconds",
+}
+
 
 def pytest_report_header(config):
     return (

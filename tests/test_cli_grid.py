@@ -1,116 +1,14 @@
-"""The command line: JSON contract, one-line errors with exit status 2, no partial
-output, and grid resume."""
+"""``mcdp grid``: the acl2022 grid writes, resumes and extends its file and refuses
+a foreign one; the trlaplace grid writes and resumes."""
 
 import json
-import math
 
 import pytest
 
 from mcdp.cli import main
 from mcdp.sampling import PRNG_IMPL
 
-from conftest import assert_one_line_error
-
-AUDIT = [
-    "audit",
-    "--mechanism",
-    "adept",
-    "--epsilon",
-    "1",
-    "--dim",
-    "4",
-    "--draws",
-    "2e3",
-]
-FIELDS = {
-    "mechanism",
-    "epsilon",
-    "dim",
-    "draws",
-    "seed",
-    "counts",
-    "loss",
-    "loss_lower",
-    "loss_upper",
-    "confidence",
-    "exact",
-    "seconds",
-}
-
-
-def test_audit_json_contract(capsys):
-    assert main(AUDIT + ["--json", "--seed", "7", "--confidence", "0.9"]) == 0
-    out = capsys.readouterr().out
-    record = json.loads(out)  # exactly one object
-    assert FIELDS <= record.keys()
-    assert (
-        record["draws"] == 2000 and record["seed"] == 7 and record["confidence"] == 0.9
-    )
-    assert sum(record["counts"][0]) == sum(record["counts"][1]) == 2000
-    assert record["loss_lower"] <= record["loss"] <= record["loss_upper"]
-
-
-def test_audit_json_writes_infinity(capsys):
-    main(
-        [
-            "audit",
-            "--mechanism",
-            "none",
-            "--epsilon",
-            "1",
-            "--dim",
-            "2",
-            "--draws",
-            "100",
-            "--json",
-        ]
-    )
-    out = capsys.readouterr().out
-    assert '"loss": Infinity' in out and '"exact": Infinity' in out
-    assert math.isinf(json.loads(out)["loss"])
-
-
-def test_audit_table(capsys):
-    assert main(AUDIT) == 0
-    out = capsys.readouterr().out
-    assert "privacy loss" in out and "exact" in out and "violated" in out
-
-
-@pytest.mark.parametrize(
-    "change,name",
-    [
-        (["--epsilon", "0"], "--epsilon"),
-        (["--epsilon", "-1"], "--epsilon"),
-        (["--epsilon", "nan"], "--epsilon"),
-        (["--epsilon", "inf"], "--epsilon"),
-        (["--epsilon", "abc"], "--epsilon"),
-        (["--dim", "0"], "--dim"),
-        (["--dim", "1.5"], "--dim"),
-        (["--draws", "0"], "--draws"),
-        (["--draws", "2.5"], "--draws"),
-        (["--draws", "lots"], "--draws"),
-        (["--confidence", "1"], "--confidence"),
-        (["--confidence", "0"], "--confidence"),
-        (["--mechanism", "gauss"], "--mechanism"),
-        (["--nan-policy", "drop"], "--nan-policy"),
-        (["--nan-policy", "zero"], "--nan-policy"),  # adept has no NaN policy
-        (["--dtype", "float16"], "--dtype"),
-    ],
-)
-def test_audit_errors(capsys, change, name):
-    args = list(AUDIT)
-    for flag, value in zip(change[::2], change[1::2], strict=True):
-        if flag in args:
-            args[args.index(flag) + 1] = value
-        else:
-            args += [flag, value]
-    assert_one_line_error(capsys, args, name)
-
-
-def test_unknown_mechanism_lists_the_known_ones(capsys):
-    args = ["audit", "--mechanism", "x", "--epsilon", "1", "--dim", "1"]
-    assert_one_line_error(capsys, args + ["--draws", "1"], "--mechanism", "adept")
-
+from conftest import AUDIT_FIELDS, assert_one_line_error
 
 META = {
     "experiment": "acl2022",
@@ -120,6 +18,8 @@ META = {
     "dtype": "float64",
     "prng_impl": PRNG_IMPL,
 }
+
+
 GRID = [
     "grid",
     "acl2022",
@@ -144,7 +44,7 @@ def test_grid_writes_resumes_and_extends(tmp_path, capsys):
         "1",
         "8",
     }
-    assert FIELDS <= first["laplace"]["2.0"]["8"].keys()
+    assert AUDIT_FIELDS <= first["laplace"]["2.0"]["8"].keys()
     capsys.readouterr()
     # rerun: every cell is skipped and the file is unchanged
     assert main(GRID + ["--out", str(out)]) == 0
@@ -225,3 +125,24 @@ def test_grid_errors_write_nothing(tmp_path, capsys, change, name):
     args[args.index(change[0]) + 1] = change[1]
     assert_one_line_error(capsys, args, name)
     assert not out.exists()
+
+
+def test_trlaplace_grid_writes_and_resumes(tmp_path, capsys):
+    out = tmp_path / "e4.json"
+    args = ["grid", "trlaplace", "--draws", "2e3", "--mechanisms", "trlaplace"]
+    args += ["--epsilons", "1", "--pairs", "axis", "--out", str(out)]
+    assert main(args) == 0
+    data = json.loads(out.read_text())
+    assert data["_meta"]["experiment"] == "trlaplace"
+    cells = data["trlaplace"]["1.0"]["axis"]
+    assert set(cells) == {"lr", "support"}
+    assert cells["support"]["violated"] and cells["support"]["dim"] == 300
+    capsys.readouterr()
+    assert main(args) == 0
+    assert capsys.readouterr().err.count("resumed") == 2
+    assert json.loads(out.read_text()) == data
+
+
+def test_trlaplace_grid_refuses_dims(capsys, tmp_path):
+    args = ["grid", "trlaplace", "--draws", "10", "--dims", "3"]
+    assert_one_line_error(capsys, args + ["--out", str(tmp_path / "x.json")], "--dims")

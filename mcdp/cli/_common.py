@@ -1,0 +1,90 @@
+"""What the subcommands of the command line share: the exit statuses, the one-line
+errors, the parser class, following an audit's partial results, joining a run on
+several hosts, and the private helpers of other mcdp modules that the CLI uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import NoReturn
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def fail(message: str) -> NoReturn:
+    """Prints ``mcdp: error: message`` (one line) and exits with status 2."""
+    print(f"mcdp: error: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_USAGE)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, without the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{self.prog}: {message}")
+
+
+def follow(runs, show, as_json: bool) -> int:
+    """Show each partial result of ``runs``, then print the last one.
+
+    Bad input found at the first step exits with its message; an interrupt
+    keeps (and prints) the last result counted, with exit status 130.
+    """
+    try:
+        result = next(runs)
+    except ValueError as err:
+        fail(str(err))
+    except KeyboardInterrupt:
+        print("mcdp: interrupted before any draws were counted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    status = 0
+    show(result)
+    try:
+        for result in runs:
+            show(result)
+    except KeyboardInterrupt:
+        status = EXIT_INTERRUPTED
+    print(result.to_json() if as_json else result)
+    return status
+
+
+def join_distributed(args: argparse.Namespace) -> None:
+    """Joins the run if ``--coordinator`` was given; other processes stay silent.
+
+    The options are those of :func:`mcdp.cli._options.add_host_options`; a
+    subcommand without them never joins.
+    """
+    given = [
+        getattr(args, name, None) is not None
+        for name in ("coordinator", "num_processes", "process_id")
+    ]
+    if not any(given):
+        return
+    if not all(given):
+        fail("--coordinator, --num-processes and --process-id go together.")
+    from mcdp import distributed
+
+    try:
+        distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    except ValueError as err:
+        message = str(err)
+        for name, flag in [
+            ("coordinator_address", "--coordinator"),
+            ("num_processes", "--num-processes"),
+            ("process_id", "--process-id"),
+        ]:
+            message = message.replace(f"Expected {name} ", f"Expected {flag} ", 1)
+        fail(message)
+    # the collectives' native libraries log to file descriptor 1: send that to
+    # stderr and keep the real stdout for mcdp's own output (process 0 only)
+    sys.stdout.flush()
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)
+    if distributed.is_main_process():
+        sys.stdout = os.fdopen(real_stdout, "w")
+    else:
+        os.close(real_stdout)
+        sys.stdout = open(os.devnull, "w")  # for the rest of the process

@@ -1,0 +1,259 @@
+"""``mcdp audit``: the ACL 2022 sanity check of one mechanism, epsilon and d; with
+``--target-width W``, the same in rounds until the loss interval is narrow enough;
+with ``--delta``, an (epsilon, delta) audit of a pair of inputs with an attack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from mcdp._progress import progress_bar
+from mcdp.attacks import ATTACKS
+from mcdp.cli._common import EXIT_INTERRUPTED, fail, follow
+from mcdp.cli._options import (
+    add_common_options,
+    add_host_options,
+    add_prng_option,
+    count,
+    delta_value,
+    dimension,
+    pair_arg,
+    positive,
+    typed,
+)
+from mcdp.mechanisms import MECHANISMS, NAN_POLICIES
+
+
+def add_parser(subparsers) -> None:
+    a = subparsers.add_parser(
+        "audit", help="the ACL 2022 sanity check for one mechanism, epsilon and d"
+    )
+    a.set_defaults(handler=run)
+    a.add_argument("--mechanism", required=True, choices=sorted(MECHANISMS))
+    a.add_argument("--epsilon", required=True, type=typed(positive("--epsilon")))
+    a.add_argument("--dim", required=True, type=typed(dimension("--dim")))
+    a.add_argument(
+        "--draws",
+        type=typed(count("--draws")),
+        default=None,
+        help="draws per dataset, e.g. 1e8; with --target-width: the first round "
+        "(default 131072), rounded up to a multiple of 1024",
+    )
+    a.add_argument(
+        "--target-width",
+        metavar="W",
+        type=typed(positive("--target-width")),
+        default=None,
+        help="run in rounds until the loss interval (upper - lower) is at most W "
+        "wide or --max-draws is reached; prints the draws W needs before the run "
+        "and after each round",
+    )
+    a.add_argument(
+        "--max-draws",
+        metavar="N",
+        type=typed(count("--max-draws")),
+        default=None,
+        help="with --target-width: the budget, draws per dataset (default 1e10)",
+    )
+    a.add_argument(
+        "--nan-policy",
+        choices=NAN_POLICIES,
+        default=None,
+        help="dptext only (default zero)",
+    )
+    a.add_argument(
+        "--delta",
+        type=typed(delta_value),
+        default=None,
+        help="claimed delta: audit (epsilon, delta) with --pair and --attack",
+    )
+    a.add_argument(
+        "--pair",
+        type=typed(pair_arg),
+        default=None,
+        help="with --delta: axis (default), diagonal, zeros-ones, or a .npy file "
+        "holding a (2, d) array",
+    )
+    a.add_argument(
+        "--attack",
+        choices=ATTACKS,
+        default=None,
+        help="with --delta (default lr where the density is known, else majority)",
+    )
+    a.add_argument(
+        "--clip",
+        type=typed(positive("--clip")),
+        default=None,
+        help="with --delta: clipping radius C of the pair and calibration (1)",
+    )
+    add_common_options(a)
+    add_prng_option(a)
+    add_host_options(a)
+    a.add_argument(
+        "--json", action="store_true", help="print one JSON object on stdout"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from mcdp.auditing import audit_iter, validate_audit
+
+    if args.delta is not None:
+        if args.target_width is not None or args.max_draws is not None:
+            fail(
+                "--target-width and --max-draws apply to the sanity check, not to "
+                "--delta audits."
+            )
+        _require_draws(args)
+        return _audit_delta(args)
+    for flag in ("pair", "attack", "clip"):
+        if getattr(args, flag) is not None:
+            fail(f"--{flag} applies to (epsilon, delta) audits: add --delta CLAIMED.")
+    if args.target_width is not None:
+        return _audit_to_width(args)
+    if args.max_draws is not None:
+        fail("--max-draws applies with --target-width W.")
+    _require_draws(args)
+
+    try:  # everything is checked before the first draw
+        validate_audit(
+            args.epsilon, args.dim, args.draws, args.seed, args.confidence, args.dtype
+        )
+        runs = audit_iter(
+            args.mechanism,
+            args.epsilon,
+            args.dim,
+            args.draws,
+            seed=args.seed,
+            confidence=args.confidence,
+            dtype=args.dtype,
+            nan_policy=args.nan_policy,
+            prng=args.prng,
+        )
+    except ValueError as err:
+        fail(str(err))
+    with progress_bar(True, total=args.draws, desc=args.mechanism) as bar:
+        return follow(runs, lambda r: bar.update(r.draws - bar.n), args.json)
+
+
+def _require_draws(args: argparse.Namespace) -> None:
+    if args.draws is None:
+        fail(
+            "mcdp audit: the following arguments are required: --draws "
+            "(or --target-width W)"
+        )
+
+
+def _audit_to_width(args: argparse.Namespace) -> int:
+    """``mcdp audit --target-width W``: rounds, each printed, then the outcome."""
+    from mcdp.auditing import (
+        FIRST_DRAWS,
+        MAX_DRAWS,
+        audit_to_width_iter,
+        draws_for_target,
+        validate_audit,
+    )
+
+    max_draws = MAX_DRAWS if args.max_draws is None else args.max_draws
+    first = FIRST_DRAWS if args.draws is None else args.draws
+    if first > max_draws:
+        fail(
+            f"Expected --draws (the first round) <= --max-draws = {max_draws:,}, "
+            f"got {first:,}."
+        )
+    try:  # everything is checked before the first draw
+        validate_audit(
+            args.epsilon, args.dim, first, args.seed, args.confidence, args.dtype
+        )
+        needed = draws_for_target(
+            args.mechanism,
+            args.epsilon,
+            args.dim,
+            args.target_width,
+            confidence=args.confidence,
+            nan_policy=args.nan_policy,
+        )
+        runs = audit_to_width_iter(
+            args.mechanism,
+            args.epsilon,
+            args.dim,
+            args.target_width,
+            max_draws=max_draws,
+            first_draws=first,
+            seed=args.seed,
+            confidence=args.confidence,
+            dtype=args.dtype,
+            nan_policy=args.nan_policy,
+            prng=args.prng,
+        )
+    except ValueError as err:
+        fail(str(err))
+    # the plan and the rounds go beside the table, or to stderr beside the JSON
+    # (from process 0 only: the stdout of the others is already silenced)
+    log = sys.stdout
+    if args.json:
+        from mcdp.distributed import is_main_process
+
+        log = sys.stderr if is_main_process() else sys.stdout
+    target = f"a {args.confidence:.0%} loss interval at most {args.target_width:g} wide"
+    print(f"target: {target}, within {max_draws:,} draws per dataset", file=log)
+    print(f"before the run: {_plan(needed, max_draws)}", file=log)
+    with progress_bar(True, total=None, desc=args.mechanism) as bar:
+
+        def show(step) -> None:  # the bar runs to the end of the round under way
+            bar.total = step.round_draws
+            bar.update(step.audit.draws - bar.n)
+            if step.audit.draws == step.round_draws:
+                bar.write(step.round_line(), file=log)
+
+        return follow(runs, show, args.json)
+
+
+def _plan(needed: int | float | None, max_draws: int) -> str:
+    """What the exact probabilities say about the draws a target width needs."""
+    from mcdp.statistics import SEARCH_LIMIT
+
+    if needed is None:
+        return (
+            "no exact probabilities for this mechanism; the rounds predict from "
+            "the counts"
+        )
+    if not math.isfinite(needed):
+        return (
+            f"no number of draws up to {SEARCH_LIMIT:.3g} per dataset reaches it "
+            "from the exact probabilities"
+        )
+    beyond = "; more than --max-draws allows" if needed > max_draws else ""
+    return f"the exact probabilities need about {needed:,} draws per dataset{beyond}"
+
+
+def _audit_delta(args: argparse.Namespace) -> int:
+    """``mcdp audit --delta CLAIMED``: an (epsilon, delta) audit."""
+    from mcdp.auditing import audit_delta
+    from mcdp.mechanisms import get_mechanism
+
+    if args.nan_policy is not None:
+        fail("--nan-policy applies to the sanity check, not to --delta audits.")
+    try:
+        mech = get_mechanism(args.mechanism)
+        attack = args.attack or ("lr" if mech.privacy_loss is not None else "majority")
+        result = audit_delta(
+            mech,
+            args.epsilon,
+            args.delta,
+            args.dim,
+            args.draws,
+            pair="axis" if args.pair is None else args.pair,
+            attack=attack,
+            clip=1.0 if args.clip is None else args.clip,
+            seed=args.seed,
+            confidence=args.confidence,
+            dtype=args.dtype,
+            prng=args.prng,
+        )
+    except ValueError as err:
+        fail(str(err))
+    print(json.dumps(result.to_dict(), allow_nan=True) if args.json else result)
+    return EXIT_INTERRUPTED if result.interrupted else 0

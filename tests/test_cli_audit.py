@@ -1,0 +1,167 @@
+"""``mcdp audit``: the JSON contract, one-line errors with exit status 2 and no
+partial output, and the (epsilon, delta) audits of ``--delta``."""
+
+import json
+import math
+
+import pytest
+
+from mcdp.cli import main
+
+from conftest import AUDIT_FIELDS, assert_one_line_error
+
+AUDIT = [
+    "audit",
+    "--mechanism",
+    "adept",
+    "--epsilon",
+    "1",
+    "--dim",
+    "4",
+    "--draws",
+    "2e3",
+]
+
+
+def test_audit_json_contract(capsys):
+    assert main(AUDIT + ["--json", "--seed", "7", "--confidence", "0.9"]) == 0
+    out = capsys.readouterr().out
+    record = json.loads(out)  # exactly one object
+    assert AUDIT_FIELDS <= record.keys()
+    assert (
+        record["draws"] == 2000 and record["seed"] == 7 and record["confidence"] == 0.9
+    )
+    assert sum(record["counts"][0]) == sum(record["counts"][1]) == 2000
+    assert record["loss_lower"] <= record["loss"] <= record["loss_upper"]
+
+
+def test_audit_json_writes_infinity(capsys):
+    main(
+        [
+            "audit",
+            "--mechanism",
+            "none",
+            "--epsilon",
+            "1",
+            "--dim",
+            "2",
+            "--draws",
+            "100",
+            "--json",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert '"loss": Infinity' in out and '"exact": Infinity' in out
+    assert math.isinf(json.loads(out)["loss"])
+
+
+def test_audit_table(capsys):
+    assert main(AUDIT) == 0
+    out = capsys.readouterr().out
+    assert "privacy loss" in out and "exact" in out and "violated" in out
+
+
+@pytest.mark.parametrize(
+    "change,name",
+    [
+        (["--epsilon", "0"], "--epsilon"),
+        (["--epsilon", "-1"], "--epsilon"),
+        (["--epsilon", "nan"], "--epsilon"),
+        (["--epsilon", "inf"], "--epsilon"),
+        (["--epsilon", "abc"], "--epsilon"),
+        (["--dim", "0"], "--dim"),
+        (["--dim", "1.5"], "--dim"),
+        (["--draws", "0"], "--draws"),
+        (["--draws", "2.5"], "--draws"),
+        (["--draws", "lots"], "--draws"),
+        (["--confidence", "1"], "--confidence"),
+        (["--confidence", "0"], "--confidence"),
+        (["--mechanism", "gauss"], "--mechanism"),
+        (["--nan-policy", "drop"], "--nan-policy"),
+        (["--nan-policy", "zero"], "--nan-policy"),  # adept has no NaN policy
+        (["--dtype", "float16"], "--dtype"),
+    ],
+)
+def test_audit_errors(capsys, change, name):
+    args = list(AUDIT)
+    for flag, value in zip(change[::2], change[1::2], strict=True):
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+    assert_one_line_error(capsys, args, name)
+
+
+def test_unknown_mechanism_lists_the_known_ones(capsys):
+    args = ["audit", "--mechanism", "x", "--epsilon", "1", "--dim", "1"]
+    assert_one_line_error(capsys, args + ["--draws", "1"], "--mechanism", "adept")
+
+
+DELTA = [
+    "audit", "--mechanism", "trlaplace", "--epsilon", "1", "--dim", "300",
+    "--draws", "2e3", "--delta", "0.000833",
+]  # fmt: skip
+
+
+DELTA_FIELDS = {"delta_claimed", "delta_lower", "delta_estimate", "attack", "pair"}
+
+
+def test_delta_audit_json_contract(capsys):
+    assert main(DELTA + ["--pair", "axis", "--attack", "support", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert DELTA_FIELDS | {"violated", "mechanism", "counts", "loss"} <= record.keys()
+    assert record["pair"] == "axis" and record["attack"] == "support"
+    assert record["delta_claimed"] == 0.000833
+    # TrLaplace leaves a slab of mass ~0.96 that only +C e_1 can reach
+    assert record["violated"] and record["delta_lower"] > 0.9
+
+
+def test_delta_audit_defaults_and_table(capsys):
+    args = ["audit", "--mechanism", "gaussian", "--epsilon", "1", "--dim", "8"]
+    assert main(args + ["--draws", "2e3", "--delta", "0.01"]) == 0
+    out = capsys.readouterr().out
+    assert "axis pair" in out and "likelihood" not in out and "lr attack" in out
+
+
+@pytest.mark.parametrize(
+    "extra,name",
+    [
+        (["--delta", "1"], "--delta"),
+        (["--delta", "-0.1"], "--delta"),
+        (["--pair", "ring"], "--pair"),
+        (["--attack", "guess"], "--attack"),
+        (["--clip", "0"], "--clip"),
+    ],
+)
+def test_delta_audit_errors(capsys, extra, name):
+    args = list(DELTA)
+    if extra[0] == "--delta":
+        args[args.index("--delta") + 1] = extra[1]
+    else:
+        args += extra
+    assert_one_line_error(capsys, args, name)
+
+
+def test_delta_options_need_delta(capsys):
+    args = ["audit", "--mechanism", "laplace", "--epsilon", "1", "--dim", "2"]
+    assert_one_line_error(capsys, args + ["--draws", "10", "--pair", "axis"], "--pair")
+
+
+def test_support_attack_needs_bounded_noise(capsys):
+    args = ["audit", "--mechanism", "gaussian", "--epsilon", "1", "--dim", "2"]
+    args += ["--draws", "10", "--delta", "0.1", "--attack", "support"]
+    assert_one_line_error(capsys, args, "support")
+
+
+def test_delta_audit_with_a_pair_from_a_npy_file(tmp_path, capsys):
+    import numpy as np
+
+    path = tmp_path / "pair.npy"
+    np.save(path, np.stack([np.full(4, 0.5), np.full(4, -0.5)]))
+    args = ["audit", "--mechanism", "gaussian", "--epsilon", "1", "--dim", "4"]
+    args += ["--draws", "2e3", "--delta", "0.01", "--pair", str(path), "--json"]
+    assert main(args) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["pair"] == "custom" and record["dim"] == 4
+    np.save(path, np.zeros((3, 4)))
+    assert_one_line_error(capsys, args[:-1], "--pair")
