@@ -36,6 +36,7 @@ from mcdp._progress import progress_bar
 from mcdp.attacks import MAJORITY_VOTE, Attack, AttackContext, bind, get_attack
 from mcdp.exact import ExactE2, exact_e2
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
+from mcdp.pairs import make_pair
 from mcdp.records import (
     AuditResult,
     DeltaAuditResult,
@@ -55,35 +56,12 @@ from mcdp.statistics import (
 )
 
 SANITY_CHECK = "acl2022"  # the first part of a sanity check's identity: fixed
-PAIRS = ("zeros-ones", "axis", "diagonal")
 PROFILE_EPSILONS = tuple(np.round(np.linspace(0.0, 1.0, 11), 10)) + (
     1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0,
 )  # fmt: skip
 FIRST_DRAWS = 1 << 17  # the first round of audit_to_width, per dataset
 MAX_DRAWS = 10**10  # the budget of audit_to_width, per dataset
 ATTACK_KEY_TAG = 0x41545441  # fold_in(key, this): the attack's own draws
-
-
-def make_pair(name: str, dim: int, clip: float = 1.0) -> np.ndarray:
-    r"""A named neighbouring pair as a ``(2, d)`` array.
-
-    * ``zeros-ones``: :math:`0^d` and :math:`1^d` (the sanity check);
-    * ``axis``: :math:`+C e_1` and :math:`-C e_1` (the L∞ worst case of clipped
-      embeddings, :math:`\lVert x - x'\rVert_2 = 2C`);
-    * ``diagonal``: :math:`\pm (C/\sqrt d)(1, \dots, 1)` (the L1 worst case,
-      :math:`\lVert x - x'\rVert_1 = 2C\sqrt d`).
-    """
-    _validate.one_of("pair", name, PAIRS)
-    dim = _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM)
-    clip = _validate.positive("clip", clip)
-    if name == "zeros-ones":
-        return np.stack([np.zeros(dim), np.ones(dim)])
-    if name == "axis":
-        e1 = np.zeros(dim)
-        e1[0] = clip
-        return np.stack([e1, -e1])
-    ones = np.full(dim, clip / math.sqrt(dim))
-    return np.stack([ones, -ones])
 
 
 def _mechanism(mechanism: str | Mechanism) -> Mechanism:

@@ -118,3 +118,13 @@ def exact_delta(
         return None
     tx = mechanism.transformed(pair, params)
     return mechanism.exact_delta(jax.tree.map(np.asarray, params), tx, epsilon)
+
+
+def exact_epsilon(mechanism: Mechanism, params: Any, pair: np.ndarray) -> float | None:
+    """The mechanism's exact pure-epsilon loss on ``pair`` (shape ``(2, d)``, before
+    its ``transform``), from its ``exact_epsilon`` field; ``None`` where it declares
+    none for this pair."""
+    if mechanism.exact_epsilon is None:
+        return None
+    tx = mechanism.transformed(pair, params)
+    return mechanism.exact_epsilon(jax.tree.map(np.asarray, params), tx)

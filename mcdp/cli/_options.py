@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from mcdp import _validate
-from mcdp.auditing import PAIRS
+from mcdp.pairs import PAIRS
 from mcdp.sampling import DTYPES, PRNG_IMPL, PRNG_IMPLS
 
 T = TypeVar("T")

@@ -60,6 +60,11 @@ class Mechanism(NamedTuple):
         the exact privacy profile :math:`\delta(\varepsilon)` on the transformed
         pair ``tx`` (shape ``(2, d)``), or ``None`` for pairs without a closed form;
         the field is ``None`` where no pair has one.
+      exact_epsilon: host function ``exact_epsilon(params, tx) -> epsilon | None``:
+        the exact pure-epsilon privacy loss on the transformed pair ``tx``, the
+        largest :math:`|\ln p(y \mid x) - \ln p(y \mid x')|` over outputs (``inf``
+        where one input reaches outputs the other cannot), or ``None`` for pairs
+        without a closed form; the field is ``None`` where no pair has one.
     """
 
     name: str
@@ -74,6 +79,7 @@ class Mechanism(NamedTuple):
     privacy_loss: Callable[[Array, Array, Array, Any], Array] | None = None
     noise_bound: Callable[[Any], Any] | None = None
     exact_delta: Callable[[Any, np.ndarray, float], float | None] | None = None
+    exact_epsilon: Callable[[Any, np.ndarray], float | None] | None = None
 
     def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
         """``e2_params(epsilon, dim, **options)``, or a one-line error naming the
@@ -162,6 +168,12 @@ def laplace_exact_delta(params: Any, tx: np.ndarray, epsilon: float) -> float | 
     if np.count_nonzero(diff) > 1:
         return None
     return laplace_delta(epsilon, float(params.scale), float(np.abs(diff).sum()))
+
+
+def laplace_exact_epsilon(params: Any, tx: np.ndarray) -> float:
+    r"""The exact pure-epsilon loss of iid Laplace noise of scale ``params.scale`` on
+    any pair: :math:`\lVert x - x'\rVert_1 / b`."""
+    return float(np.abs(tx[0] - tx[1]).sum() / float(params.scale))
 
 
 def laplace_privacy_loss(y, x, x_prime, scale):

@@ -27,6 +27,7 @@ from mcdp.mechanisms._base import (
     clip_l2,
     clip_norm,
     laplace_exact_delta,
+    laplace_exact_epsilon,
     laplace_log_sf,
     laplace_privacy_loss,
     standard_laplace,
@@ -81,6 +82,7 @@ ADEPT = Mechanism(
     transform=clip_l2,
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
     exact_delta=laplace_exact_delta,
+    exact_epsilon=laplace_exact_epsilon,
 )
 
 ADEPT_L1 = Mechanism(
@@ -95,6 +97,7 @@ ADEPT_L1 = Mechanism(
     transform=lambda x, p: clip_norm(x, p.clip, order=1),
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
     exact_delta=laplace_exact_delta,
+    exact_epsilon=laplace_exact_epsilon,
 )
 
 ADEPT_TRUE_SENSITIVITY = Mechanism(
@@ -109,4 +112,5 @@ ADEPT_TRUE_SENSITIVITY = Mechanism(
     transform=clip_l2,
     privacy_loss=ADEPT.privacy_loss,
     exact_delta=laplace_exact_delta,
+    exact_epsilon=laplace_exact_epsilon,
 )

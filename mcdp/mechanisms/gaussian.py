@@ -137,4 +137,6 @@ GAUSSIAN = Mechanism(
     transform=lambda x, p: clip_norm(x, p.clip, order=2),
     privacy_loss=gaussian_privacy_loss,
     exact_delta=_exact_delta,
+    # the privacy loss of Gaussian noise is unbounded on every pair that differs
+    exact_epsilon=lambda params, tx: 0.0 if np.array_equal(*tx) else math.inf,
 )

@@ -14,6 +14,7 @@ from mcdp.mechanisms._base import (
     additive_log_round_one,
     identity,
     laplace_exact_delta,
+    laplace_exact_epsilon,
     laplace_log_sf,
     laplace_privacy_loss,
     standard_laplace,
@@ -53,4 +54,5 @@ LAPLACE = Mechanism(
     ),
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
     exact_delta=laplace_exact_delta,
+    exact_epsilon=laplace_exact_epsilon,
 )
