@@ -86,6 +86,7 @@ class Attack(NamedTuple):
         impossible (input 0 is the pair's first row); where such a cell is indeed
         never observed, its probability is taken as 0 exactly rather than bounded
         from the counts.
+      events: what each event ``outcome >= k`` means, for the records (optional).
     """
 
     name: str
@@ -93,6 +94,14 @@ class Attack(NamedTuple):
     guess: Callable[[Array, Any], Array]
     prepare: Callable[[AttackContext], tuple[Attack, Any]] | None = None
     impossible: tuple[tuple[int, int], ...] = ()
+    events: tuple[str, ...] = ()
+
+    def event_names(self) -> list[str]:
+        """What each threshold ``outcome >= k``, k = 1 .. num_outcomes - 1, means
+        (``events``, or ``"outcome >= k"`` where the attack does not say)."""
+        if self.events:
+            return list(self.events)
+        return [f"outcome >= {k}" for k in range(1, self.num_outcomes)]
 
 
 def bind(attack: Attack, context: AttackContext) -> tuple[Attack, Any]:
@@ -122,7 +131,12 @@ def majority_vote_guess(y: Array, aux: Any = None) -> Array:
     return (2 * ones > y.shape[-1]).astype(jnp.int32)
 
 
-MAJORITY_VOTE = Attack(name="majority", num_outcomes=2, guess=majority_vote_guess)
+MAJORITY_VOTE = Attack(
+    name="majority",
+    num_outcomes=2,
+    guess=majority_vote_guess,
+    events=("more than half of the coordinates >= 1/2",),
+)
 
 
 # --- the support test -------------------------------------------------------------
@@ -161,6 +175,7 @@ SUPPORT_TEST = Attack(
     prepare=_prepare_support,
     # outcome 2 (outside the support of x') cannot come from x', 0 not from x
     impossible=((1, 2), (0, 0)),
+    events=("inside the support of x", "outside the support of x'"),
 )
 
 
@@ -190,6 +205,10 @@ def likelihood_ratio_attack(mechanism: Mechanism, num_thresholds: int) -> Attack
     return Attack("lr", num_thresholds + 1, guess)
 
 
+def _lr_events(cut: np.ndarray) -> tuple[str, ...]:
+    return tuple(f"privacy loss >= {t:.6g}" for t in cut)
+
+
 def lr_thresholds(epsilons: Sequence[float]) -> np.ndarray:
     r"""Fixed thresholds: :math:`\pm\varepsilon` for every epsilon of interest (the
     Neyman–Pearson optimal events :math:`\{L \ge \varepsilon\}`), 0, and an even
@@ -210,6 +229,7 @@ def _prepare_lr(context: AttackContext) -> tuple[Attack, Any]:
     eps = np.finfo(context.dtype).eps
     cut = thresholds - math.sqrt(eps) * np.maximum(1.0, np.abs(thresholds))
     tx = context.transformed
+    attack = attack._replace(events=_lr_events(cut))
     return attack, (tx[0], tx[1], context.params, cut)
 
 

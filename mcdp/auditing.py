@@ -42,6 +42,7 @@ from mcdp.records import (
     DeltaAuditResult,
     ProfilePoint,
     TargetWidthResult,
+    Tradeoff,
     provenance,
 )
 from mcdp.sampling import BLOCK_DRAWS, DTYPES, PRNG_IMPL, cell_key, iter_counts
@@ -52,6 +53,7 @@ from mcdp.statistics import (
     delta_bounds,
     draws_for_width,
     draws_needed,
+    gaussian_dp_mu_lower,
     loss_estimate,
 )
 
@@ -219,6 +221,7 @@ def _result(
         violated=None if claimed is None else bool(estimate.lower > claimed),
         interrupted=interrupted,
         attack=check.attack.name,
+        epsilon_lower=estimate.lower,
         **provenance(check.dtype, check.prng),
     )
 
@@ -632,6 +635,9 @@ def audit_delta_iter(
         e: None if mech.exact_delta is None else mech.exact_delta(host_params, tx, e)
         for e in epsilons
     }
+    epsilon_exact = None
+    if mech.exact_epsilon is not None:
+        epsilon_exact = mech.exact_epsilon(host_params, tx)
     exact_loss = None
     if pair_name == "zeros-ones" and bound == MAJORITY_VOTE:
         exact = exact_e2(mech, params, dim)
@@ -643,6 +649,7 @@ def audit_delta_iter(
         profile = [ProfilePoint(e, *bounds.delta(e), exact_deltas[e]) for e in epsilons]
         claimed = next(point for point in profile if point.epsilon == epsilon)
         loss, loss_lower, loss_upper = bounds.loss()
+        points = bounds.tradeoff()
         yield DeltaAuditResult(
             mechanism=mech.name,
             epsilon=epsilon,
@@ -668,6 +675,13 @@ def audit_delta_iter(
             seconds=round(time.perf_counter() - start, 4),
             dtype=dtype,
             interrupted=progress.draws < draws,
+            epsilon_lower=loss_lower,
+            epsilon_exact=epsilon_exact,
+            events=bound.event_names(),
+            tradeoff=Tradeoff(
+                points=[list(p) for p in points],
+                gdp_mu_lower=gaussian_dp_mu_lower(points),
+            ),
             **provenance(dtype, prng),
         )
 

@@ -119,7 +119,9 @@ class AuditResult(Record):
     claim: str | None
     violated: bool | None
     interrupted: bool
-    attack: str = "majority"  # added after the first grid files: may be missing
+    # added after the first grid files were written: they may lack these
+    attack: str = "majority"
+    epsilon_lower: float | None = None  # the pure-epsilon lower bound: loss_lower
 
     def __str__(self) -> str:
         (d0, d1), (e0, e1) = self.counts
@@ -240,6 +242,17 @@ class ProfilePoint:
     delta_exact: float | None
 
 
+@dataclasses.dataclass(frozen=True)
+class Tradeoff:
+    """The simultaneous upper confidence points ``(alpha, beta)`` of the tests that
+    the final events define (:meth:`mcdp.statistics.DeltaBounds.tradeoff`): the
+    mechanism's trade-off curve lies below every one of them. ``gdp_mu_lower`` is the
+    largest Gaussian-DP mu they refute (every smaller mu is refuted too)."""
+
+    points: list[list[float]]
+    gdp_mu_lower: float
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DeltaAuditResult(Record):
     """An (epsilon, delta) audit of one mechanism on one pair with one attack.
@@ -247,8 +260,14 @@ class DeltaAuditResult(Record):
     ``profile`` reads the same counts at every epsilon of the audit (the claimed one
     among them); ``delta_*`` are its point at the claimed epsilon, and ``violated``
     is ``delta_lower > delta_claimed``. ``loss*`` is the largest log ratio of an
-    event's probabilities, on the same simultaneous intervals; ``exact`` the exact
-    loss of the majority vote on ``zeros-ones`` where known.
+    event's probabilities, on the same simultaneous intervals, so ``epsilon_lower``
+    (= ``loss_lower``) is the pure-epsilon lower bound: with ``delta_claimed = 0``,
+    ``violated`` is ``epsilon_lower > epsilon``. ``exact`` is the exact loss of the
+    majority vote on ``zeros-ones`` where known, ``epsilon_exact`` the mechanism's
+    exact pure-epsilon loss on the pair where it declares one. ``events`` names the
+    thresholds of the attack's ordered outcomes (event ``k`` is ``outcome >= k``;
+    the audit also reads their complements), and ``tradeoff`` the trade-off points
+    they give.
     """
 
     mechanism: str
@@ -275,11 +294,18 @@ class DeltaAuditResult(Record):
     seconds: float
     dtype: str
     interrupted: bool
+    # added after the first grid files were written: they may lack these
+    epsilon_lower: float | None = None
+    epsilon_exact: float | None = None
+    events: list[str] | None = None
+    tradeoff: Tradeoff | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DeltaAuditResult:
-        profile = [ProfilePoint(**point) for point in data["profile"]]
-        return cls(**(data | {"profile": profile}))
+        nested = {"profile": [ProfilePoint(**point) for point in data["profile"]]}
+        if data.get("tradeoff") is not None:
+            nested["tradeoff"] = Tradeoff(**data["tradeoff"])
+        return cls(**(data | nested))
 
     def __str__(self) -> str:
         exact = "unknown" if self.delta_exact is None else f"{self.delta_exact:.4g}"

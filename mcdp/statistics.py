@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 NUM_ROWS = 2  # Bonferroni factor: one interval per dataset
 # The largest number of draws per dataset that the predictors consider: 1024 times
@@ -356,6 +356,42 @@ class DeltaBounds:
             rate = loss_from_probabilities(self.rate[0, k], self.rate[1, k])
             value, lower, upper = max(value, rate), max(lower, low), max(upper, high)
         return value, lower, upper
+
+    def tradeoff(self) -> list[tuple[float, float]]:
+        r"""Simultaneous upper confidence points :math:`(\alpha^+, \beta^+)` of the
+        tests that the events define.
+
+        An event :math:`S` read as "reject :math:`x'`" has false-positive rate
+        :math:`\alpha = P[M(x') \in S]` and false-negative rate
+        :math:`\beta = 1 - P[M(x) \in S]`; every upper set, lower set and order of
+        the pair gives one test. The mechanism's trade-off curve :math:`T` is
+        decreasing and :math:`T(\alpha) \le \beta`, so
+        :math:`T(\alpha^+) \le \beta^+` for every point at once, at the stated
+        confidence: a claimed curve :math:`f` with :math:`f(\alpha^+) > \beta^+`
+        at any point is refuted.
+        """
+        points = []
+        for k in range(self.rate.shape[1]):
+            upper_set = (self.lower[:, k], self.upper[:, k])  # P[o >= k] per input
+            lower_set = (1 - self.upper[:, k], 1 - self.lower[:, k])  # P[o < k]
+            for low, high in (upper_set, lower_set):
+                for first, second in ((0, 1), (1, 0)):  # S speaks for `first`
+                    alpha = float(min(1.0, high[second]))
+                    beta = float(min(1.0, max(0.0, 1 - low[first])))
+                    points.append((alpha, beta))
+        return sorted(set(points))
+
+
+def gaussian_dp_mu_lower(points) -> float:
+    r"""The largest Gaussian-DP :math:`\mu` that trade-off points refute: a claim of
+    :math:`\mu`-GDP, :math:`f(\alpha) = \Phi(\Phi^{-1}(1 - \alpha) - \mu)`, fails
+    where :math:`f(\alpha^+) > \beta^+`, i.e. for every :math:`\mu <
+    \Phi^{-1}(1 - \alpha^+) - \Phi^{-1}(\beta^+)`; 0 where no point refutes any."""
+    best = 0.0
+    for alpha, beta in points:
+        if alpha < 1 and beta < 1:  # a trivial test refutes nothing
+            best = max(best, float(stats.norm.isf(alpha) - stats.norm.ppf(beta)))
+    return best
 
 
 def _delta(low: np.ndarray, high: np.ndarray, epsilon: float) -> float:
