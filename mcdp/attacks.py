@@ -22,7 +22,9 @@ Registered attacks (``ATTACKS``, :func:`get_attack`):
 * ``support``: an output outside :math:`x' + [-A, A]^d` is impossible under
   :math:`x'`, for mechanisms whose noise is bounded by a declared :math:`A`;
 * ``lr``: the exact privacy loss :math:`\ln p(y|x) - \ln p(y|x')` binned at
-  thresholds fixed in advance, for mechanisms with a declared density.
+  thresholds fixed in advance, for mechanisms with a declared density;
+* ``learned``: a scorer trained on one sample and thresholds chosen on a second
+  (:mod:`mcdp.learning`), for any mechanism, density or not.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mcdp import _validate, learning
 from mcdp._types import Array, PRNGKey
 from mcdp.mechanisms import Mechanism
 
@@ -56,6 +59,9 @@ class AttackContext(NamedTuple):
       dtype: the run's dtype, ``"float64"`` or ``"float32"``.
       key: a key for the attack's own draws (training, selection), independent of
         the keys of the counted sample.
+      epsilon, delta: the claim under audit.
+      draws: the draws per input of the counted sample.
+      confidence: the joint confidence of the audit's bounds.
     """
 
     mechanism: Mechanism
@@ -65,6 +71,10 @@ class AttackContext(NamedTuple):
     epsilons: tuple[float, ...]
     dtype: str
     key: PRNGKey
+    epsilon: float = 1.0
+    delta: float = 0.0
+    draws: int = 0
+    confidence: float = 0.95
 
 
 class Attack(NamedTuple):
@@ -234,16 +244,116 @@ def _prepare_lr(context: AttackContext) -> tuple[Attack, Any]:
 
 
 def _unprepared(y: Array, aux: Any) -> Array:
-    raise ValueError("attack 'lr' runs only as prepared by an audit (see bind).")
+    raise ValueError("this attack runs only as prepared by an audit (see bind).")
 
 
 LIKELIHOOD_RATIO = Attack("lr", 0, _unprepared, prepare=_prepare_lr)
 
 
+# --- the learned attack -----------------------------------------------------------
+
+TRAIN_DRAWS = 100_000  # per input, the first sample
+SELECT_DRAWS = 100_000  # per input, the second sample
+MAX_EVENTS = 3  # thresholds carried into the counted sample
+
+
+class LearnedSettings(NamedTuple):
+    train_draws: int = TRAIN_DRAWS
+    select_draws: int = SELECT_DRAWS
+    model: str = "logistic"
+    max_events: int = MAX_EVENTS
+
+
+def _learned_guess_logistic(y, aux):
+    scorer, thresholds = aux
+    score = learning.score_logistic(y, scorer)
+    return jnp.searchsorted(thresholds, score, side="right").astype(jnp.int32)
+
+
+def _learned_guess_mlp(y, aux):
+    scorer, thresholds = aux
+    score = learning.score_mlp(y, scorer)
+    return jnp.searchsorted(thresholds, score, side="right").astype(jnp.int32)
+
+
+_LEARNED_GUESSES = {"logistic": _learned_guess_logistic, "mlp": _learned_guess_mlp}
+
+
+def _prepare_learned(
+    settings: LearnedSettings, context: AttackContext
+) -> tuple[Attack, Any]:
+    """Trains on the first sample, selects on the second (see :mod:`mcdp.learning`);
+    both come from ``context.key``, which the counted sample never uses."""
+    from mcdp.sampling import draw  # the engine imports this module
+
+    key_init, key_train, key_select = (
+        jax.random.fold_in(context.key, stage) for stage in range(3)
+    )
+    mech, pair, params, dtype = (
+        context.mechanism, context.pair, context.params, context.dtype,
+    )  # fmt: skip
+    outputs = draw(key_train, mech, pair, params, settings.train_draws, dtype=dtype)
+    with jax.enable_x64(dtype == "float64"):
+        scorer = learning.fit(key_init, outputs[0], outputs[1], model=settings.model)
+    scores = draw(
+        key_select, mech, pair, params, settings.select_draws, dtype=dtype,
+        transform=learning.SCORES[settings.model], aux=scorer,
+    )  # fmt: skip
+    selection = learning.select_thresholds(
+        scores[0], scores[1], draws=max(context.draws, 1),
+        confidence=context.confidence, max_events=settings.max_events,
+        epsilon=context.epsilon, delta=context.delta,
+    )  # fmt: skip
+    thresholds = selection.thresholds
+    attack = Attack(
+        "learned",
+        len(thresholds) + 1,
+        _LEARNED_GUESSES[settings.model],
+        events=tuple(f"{settings.model} score >= {t:.6g}" for t in thresholds),
+    )
+    return attack, (scorer, thresholds)
+
+
+def learned_attack(
+    *,
+    train_draws: int = TRAIN_DRAWS,
+    select_draws: int = SELECT_DRAWS,
+    model: str = "logistic",
+    max_events: int = MAX_EVENTS,
+) -> Attack:
+    """The learned attack with its own sample sizes and model (``ATTACKS["learned"]``
+    has the defaults).
+
+    Args:
+      train_draws: draws per input of the training sample.
+      select_draws: draws per input of the selection sample.
+      model: ``"logistic"`` (logistic regression on the outputs and their squares)
+        or ``"mlp"`` (one hidden layer on the same features).
+      max_events: thresholds of the score carried into the counted sample; each
+        costs its share of the Bonferroni correction.
+    """
+    settings = LearnedSettings(
+        train_draws=_validate.integer(
+            "train_draws", train_draws, low=2, high=_validate.MAX_DRAWS
+        ),
+        select_draws=_validate.integer(
+            "select_draws", select_draws, low=2, high=_validate.MAX_DRAWS
+        ),
+        model=_validate.one_of("model", model, learning.MODELS),
+        max_events=_validate.integer("max_events", max_events, low=1, high=64),
+    )
+    return Attack(
+        "learned", 0, _unprepared, prepare=functools.partial(_prepare_learned, settings)
+    )
+
+
+LEARNED = learned_attack()
+
+
 # --- the registry -----------------------------------------------------------------
 
 ATTACKS: Mapping[str, Attack] = MappingProxyType(
-    {a.name: a for a in (MAJORITY_VOTE, SUPPORT_TEST, LIKELIHOOD_RATIO)}
+    {a.name: a for a in (MAJORITY_VOTE, SUPPORT_TEST, LIKELIHOOD_RATIO, LEARNED)}
 )
 
 

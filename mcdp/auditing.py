@@ -80,8 +80,10 @@ def _bind(
     epsilons: Sequence[float],
     dtype: str,
     key: jax.Array,
+    **claim: Any,
 ) -> tuple[Attack, Any]:
-    """The attack prepared for this audit, before any counted draw."""
+    """The attack prepared for this audit, before any counted draw; ``claim`` is
+    the context's ``epsilon``, ``delta``, ``draws`` and ``confidence``."""
     context = AttackContext(
         mechanism=mech,
         pair=pair,
@@ -90,6 +92,7 @@ def _bind(
         epsilons=tuple(epsilons),
         dtype=dtype,
         key=jax.random.fold_in(key, ATTACK_KEY_TAG),
+        **claim,
     )
     return bind(get_attack(attack), context)
 
@@ -139,6 +142,8 @@ def _sanity_check(
     attack: str | Attack,
     dtype: str,
     prng: str,
+    draws: int,
+    confidence: float,
 ) -> _SanityCheck:
     mech = _mechanism(mechanism)
     if nan_policy is not None and not mech.nan_policies:
@@ -159,7 +164,10 @@ def _sanity_check(
     )
     key = cell_key(seed, identity, prng)
     pair = make_pair("zeros-ones", dim)
-    bound, aux = _bind(attack, mech, pair, params, (epsilon,), dtype, key)
+    bound, aux = _bind(
+        attack, mech, pair, params, (epsilon,), dtype, key, epsilon=epsilon,
+        delta=0.0, draws=draws, confidence=confidence,
+    )  # fmt: skip
     if bound.num_outcomes != 2:
         raise ValueError(
             f"Expected a two-outcome attack for the sanity check, got {bound.name!r} "
@@ -245,11 +253,11 @@ def audit_iter(
     epsilon, dim, draws, seed, confidence, dtype = validate_audit(
         epsilon, dim, draws, seed, confidence, dtype
     )
+    start = time.perf_counter()  # the attack's preparation counts too
     check = _sanity_check(
         mechanism, epsilon, dim, seed=seed, nan_policy=nan_policy, params=params,
-        attack=attack, dtype=dtype, prng=prng,
+        attack=attack, dtype=dtype, prng=prng, draws=draws, confidence=confidence,
     )  # fmt: skip
-    start = time.perf_counter()
     for progress in _count(check, draws):
         yield _result(
             check,
@@ -360,7 +368,8 @@ def draws_for_target(
     confidence = _validate.open_unit("confidence", confidence)
     check = _sanity_check(
         mechanism, epsilon, dim, seed=0, nan_policy=nan_policy, params=params,
-        attack=attack, dtype="float64", prng=PRNG_IMPL,
+        attack=attack, dtype="float64", prng=PRNG_IMPL, draws=MAX_DRAWS,
+        confidence=confidence,
     )  # fmt: skip
     if check.exact is None:
         return None
@@ -398,16 +407,16 @@ def audit_to_width_iter(
     epsilon, dim, _, seed, confidence, dtype = validate_audit(
         epsilon, dim, first_draws, seed, confidence, dtype
     )
+    start = time.perf_counter()  # the attack's preparation counts too
     check = _sanity_check(
         mechanism, epsilon, dim, seed=seed, nan_policy=nan_policy, params=params,
-        attack=attack, dtype=dtype, prng=prng,
+        attack=attack, dtype=dtype, prng=prng, draws=max_draws, confidence=confidence,
     )  # fmt: skip
     exact_needed = None
     if check.exact is not None:
         exact_needed = draws_for_width(
             check.exact.p1, check.exact.q1, target_width, confidence, step=BLOCK_DRAWS
         )
-    start = time.perf_counter()
     rounds: list[int] = []
     last = None  # the counts at the end of the last round
     goal = min(max_draws, _whole_blocks(first_draws))
@@ -626,9 +635,14 @@ def audit_delta_iter(
         else:
             params = mech.calibrate(epsilon, delta, dim, clip)
     epsilons = sorted({float(e) for e in profile_epsilons} | {epsilon})
+    start = time.perf_counter()  # the attack's preparation counts too
     identity = f"delta/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{pair_name}"
     key = cell_key(seed, identity, prng)
-    bound, aux = _bind(attack, mech, xs, params, epsilons, dtype, key)
+    bound, aux = _bind(
+        attack, mech, xs, params, epsilons, dtype, key, epsilon=epsilon,
+        delta=float(delta), draws=draws, confidence=confidence,
+    )  # fmt: skip
+    attack_seconds = time.perf_counter() - start
     tx = mech.transformed(xs, params)
     host_params = jax.tree.map(np.asarray, params)
     exact_deltas = {
@@ -642,7 +656,6 @@ def audit_delta_iter(
     if pair_name == "zeros-ones" and bound == MAJORITY_VOTE:
         exact = exact_e2(mech, params, dim)
         exact_loss = None if exact is None else exact.loss
-    start = time.perf_counter()
     runs = iter_counts(key, mech, bound, xs, params, draws, dtype=dtype, aux=aux)
     for progress in runs:
         bounds = delta_bounds(progress.counts, confidence, impossible=bound.impossible)
@@ -677,6 +690,7 @@ def audit_delta_iter(
             interrupted=progress.draws < draws,
             epsilon_lower=loss_lower,
             epsilon_exact=epsilon_exact,
+            attack_seconds=round(attack_seconds, 4),
             events=bound.event_names(),
             tradeoff=Tradeoff(
                 points=[list(p) for p in points],

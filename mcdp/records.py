@@ -297,6 +297,7 @@ class DeltaAuditResult(Record):
     # added after the first grid files were written: they may lack these
     epsilon_lower: float | None = None
     epsilon_exact: float | None = None
+    attack_seconds: float | None = None  # of seconds: preparing the attack
     events: list[str] | None = None
     tradeoff: Tradeoff | None = None
 
@@ -313,6 +314,15 @@ class DeltaAuditResult(Record):
         because = (
             " (the lower bound exceeds the claimed delta)" if self.violated else ""
         )
+        pure = []
+        if self.epsilon_lower is not None:
+            known = (
+                "unknown" if self.epsilon_exact is None else _fmt(self.epsilon_exact)
+            )
+            pure = [
+                f"pure epsilon: {self.confidence:.0%} lower bound "
+                f"{_fmt(self.epsilon_lower)}, exact {known}"
+            ]
         return "\n".join(
             [
                 f"{self.mechanism} on the {self.pair} pair (d = {self.dim}, C = "
@@ -323,6 +333,7 @@ class DeltaAuditResult(Record):
                 f"delta at epsilon = {self.epsilon:g}: "
                 f"estimate {self.delta_estimate:.4g}, {self.confidence:.0%} lower "
                 f"bound {self.delta_lower:.4g}, exact {exact}",
+                *pure,
                 f"claim {verdict}{because}",
                 f"{self.seconds:.1f} s on {self.backend}",
             ]

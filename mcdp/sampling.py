@@ -49,6 +49,7 @@ CALL_SCALARS = 1 << 27  # CPU: scalars per device per compiled call (per input)
 # d between 2 and 16 share that cliff is not measured: they take 2^22 too.
 ACCELERATOR_CHUNKS = ((1, 1 << 24), (16, 1 << 22), (_validate.MAX_DIM, 1 << 24))
 ACCELERATOR_CALL_SCALARS = 1 << 30
+SMALL_CHUNK_BLOCKS = 16  # the chunk of runs of at most this many blocks per device
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
 DTYPES = _validate.DTYPES
 
@@ -267,12 +268,19 @@ def iter_counts(
     num_inputs, dim = xs_host.shape
     mesh = _mesh(devices)
     platform = mesh.devices.flat[0].platform
-    chunk_blocks = chunk_blocks or chunk_blocks_for(dim, platform)
+    num_devices = mesh.size
+    full_blocks, remainder = divmod(num_draws, BLOCK_DRAWS)
+    total_blocks = full_blocks + (remainder > 0)
+    if not chunk_blocks:
+        chunk_blocks = chunk_blocks_for(dim, platform)
+        if -(-total_blocks // num_devices) <= SMALL_CHUNK_BLOCKS:
+            # a small run (a test, a screening) need not draw a whole chunk; one
+            # small size, so that new numbers of draws still do not re-trace
+            chunk_blocks = min(chunk_blocks, SMALL_CHUNK_BLOCKS)
     call_chunks = call_chunks or max(
         1, default_sizes(dim, platform)[1] // (chunk_blocks * BLOCK_DRAWS * dim)
     )
     # int32 counts per call must not overflow
-    num_devices = mesh.size
     call_chunks = min(
         call_chunks, (2**31 - 1) // (num_devices * chunk_blocks * BLOCK_DRAWS)
     )
@@ -281,13 +289,14 @@ def iter_counts(
             f"Expected chunk_blocks * {BLOCK_DRAWS} * {num_devices} devices below "
             f"2**31 (the counts of one call), got chunk_blocks={chunk_blocks}."
         )
-    full_blocks, remainder = divmod(num_draws, BLOCK_DRAWS)
-    total_blocks = full_blocks + (remainder > 0)
     totals = np.zeros((num_inputs, attack.num_outcomes), dtype=np.int64)
     block = 0
     if resume is not None:
         block, totals = _resume(resume, num_draws, totals.shape)
 
+    # the compiled program depends on what the attack computes, not on what it says
+    # about itself: equal guesses share one compile whatever their events' names
+    kernel = Attack(attack.name, attack.num_outcomes, attack.guess)
     x64 = dtype == "float64"
     with jax.enable_x64(x64):
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(
@@ -319,7 +328,7 @@ def iter_counts(
                 remainder_d,
                 aux_d,
                 sample=mechanism.sample,
-                attack=attack,
+                attack=kernel,
                 chunk_blocks=chunk_blocks,
                 mesh=mesh,
             )
@@ -365,3 +374,77 @@ def count_outcomes(
     """The final counts of :func:`iter_counts`: ``(num_inputs, num_outcomes)`` int64."""
     *_, last = iter_counts(key, mechanism, attack, xs, params, num_draws, **kwargs)
     return last.counts
+
+
+# --- raw outputs, for attacks that learn ---------------------------------------
+
+
+@partial(jax.jit, static_argnames=("sample", "transform", "num_blocks"))
+def _draw_impl(keys, xs, params, first_block, aux, *, sample, transform, num_blocks):
+    """``transform(sample(...), aux)`` of ``num_blocks`` blocks per input from
+    ``first_block``: shape ``(num_inputs, num_blocks * BLOCK_DRAWS, ...)``."""
+    dim = xs.shape[-1]
+    blocks = first_block + jnp.arange(num_blocks, dtype=jnp.uint32)
+
+    def block(key, x, b):
+        batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
+        return transform(sample(jax.random.fold_in(key, b), batch, params), aux)
+
+    def per_input(key, x):
+        out = jax.vmap(lambda b: block(key, x, b))(blocks)
+        return out.reshape((num_blocks * BLOCK_DRAWS,) + out.shape[2:])
+
+    return jax.vmap(per_input)(keys, xs)
+
+
+def _identity(y, aux):
+    del aux
+    return y
+
+
+def draw(
+    key: PRNGKey,
+    mechanism: Mechanism,
+    xs: Array | np.ndarray,
+    params: Any,
+    num_draws: int,
+    *,
+    dtype: str = "float64",
+    transform=_identity,
+    aux: Any = None,
+) -> np.ndarray:
+    """``num_draws`` outputs of ``mechanism`` on every row of ``xs``, to the host.
+
+    The draws of input ``i`` come from the blocks of ``fold_in(key, i)``, as in
+    :func:`iter_counts`: with the same key, they are the draws that the engine would
+    count, so an attack that learns from them must use a key of its own (see
+    :data:`mcdp.auditing.ATTACK_KEY_TAG`). ``transform(y, aux)`` maps each block of
+    outputs on the device (a score, say), so only what it returns reaches the host;
+    it must be a module-level function (it is a static argument).
+
+    Returns:
+      An array of shape ``(num_inputs, num_draws, ...)``.
+    """
+    num_draws = _validate.integer(
+        "num_draws", num_draws, low=1, high=_validate.MAX_DRAWS
+    )
+    dtype = _validate.one_of("dtype", dtype, DTYPES)
+    xs_host = np.asarray(xs)
+    num_inputs, dim = xs_host.shape
+    total_blocks = -(-num_draws // BLOCK_DRAWS)
+    per_call = max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))  # blocks per call
+    parts = []
+    with jax.enable_x64(dtype == "float64"):
+        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(
+            jnp.arange(num_inputs, dtype=jnp.uint32)
+        )
+        xs_d = jnp.asarray(xs_host, dtype=dtype)
+        params_d, aux_d = _device_params(params, dtype), _device_params(aux, dtype)
+        for first in range(0, total_blocks, per_call):
+            count = min(per_call, total_blocks - first)
+            out = _draw_impl(
+                keys, xs_d, params_d, jnp.uint32(first), aux_d,
+                sample=mechanism.sample, transform=transform, num_blocks=count,
+            )  # fmt: skip
+            parts.append(np.asarray(out))
+    return np.concatenate(parts, axis=1)[:, :num_draws]

@@ -32,7 +32,7 @@ from conftest import FAIL_PROB, SEED
 
 
 def test_registry_is_closed_and_named():
-    assert sorted(ATTACKS) == ["lr", "majority", "support"]
+    assert sorted(ATTACKS) == ["learned", "lr", "majority", "support"]
     assert ATTACKS["majority"] is MAJORITY_VOTE
     assert ATTACKS["support"] is SUPPORT_TEST
     assert ATTACKS["lr"] is LIKELIHOOD_RATIO
@@ -46,7 +46,7 @@ def test_registry_is_closed_and_named():
 def test_get_attack_passes_an_attack_through_and_names_the_choices():
     mine = Attack("mine", 2, majority_vote_guess)
     assert get_attack(mine) is mine
-    with pytest.raises(ValueError, match="lr, majority, support"):
+    with pytest.raises(ValueError, match="learned, lr, majority, support"):
         get_attack("minority")
     with pytest.raises(ValueError, match="Unknown attack"):
         get_attack(None)

@@ -142,9 +142,12 @@ def test_delta_audit_errors(capsys, extra, name):
     assert_one_line_error(capsys, args, name)
 
 
-def test_delta_options_need_delta(capsys):
+def test_a_pair_without_delta_audits_pure_epsilon(capsys):
     args = ["audit", "--mechanism", "laplace", "--epsilon", "1", "--dim", "2"]
-    assert_one_line_error(capsys, args + ["--draws", "10", "--pair", "axis"], "--pair")
+    assert main(args + ["--draws", "1000", "--pair", "axis", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["delta_claimed"] == 0.0 and record["attack"] == "lr"
+    assert record["violated"] == (record["epsilon_lower"] > 1.0)
 
 
 def test_support_attack_needs_bounded_noise(capsys):

@@ -20,11 +20,14 @@ from mcdp.cli._options import (
     count,
     delta_value,
     dimension,
+    integer,
     pair_arg,
     positive,
     typed,
 )
 from mcdp.mechanisms import MECHANISMS, NAN_POLICIES
+
+LEARNED_OPTIONS = ("train_draws", "select_draws", "model", "max_events")
 
 
 def add_parser(subparsers) -> None:
@@ -68,26 +71,57 @@ def add_parser(subparsers) -> None:
         "--delta",
         type=typed(delta_value),
         default=None,
-        help="claimed delta: audit (epsilon, delta) with --pair and --attack",
+        help="claimed delta: audit (epsilon, delta) with --pair and --attack; "
+        "--pair or --attack without --delta audits pure epsilon (delta 0)",
     )
     a.add_argument(
         "--pair",
         type=typed(pair_arg),
         default=None,
-        help="with --delta: axis (default), diagonal, zeros-ones, or a .npy file "
-        "holding a (2, d) array",
+        help="axis (default), diagonal, zeros-ones, a pattern of the benchmark "
+        "suite, or a .npy file holding a (2, d) array",
     )
     a.add_argument(
         "--attack",
-        choices=ATTACKS,
+        choices=sorted(ATTACKS),
         default=None,
-        help="with --delta (default lr where the density is known, else majority)",
+        help="lr where the density is known, else majority (default); learned: "
+        "a scorer trained on one sample, events chosen on a second",
     )
     a.add_argument(
         "--clip",
         type=typed(positive("--clip")),
         default=None,
-        help="with --delta: clipping radius C of the pair and calibration (1)",
+        help="clipping radius C of the pair and calibration (1)",
+    )
+    learned = a.add_argument_group(
+        "the learned attack",
+        "with --attack learned (each sample is fresh: the "
+        "bounds come from --draws alone)",
+    )
+    learned.add_argument(
+        "--train-draws",
+        type=typed(count("--train-draws")),
+        default=None,
+        help="draws per input that train the scorer (default 1e5)",
+    )
+    learned.add_argument(
+        "--select-draws",
+        type=typed(count("--select-draws")),
+        default=None,
+        help="draws per input that choose its events (default 1e5)",
+    )
+    learned.add_argument(
+        "--model",
+        choices=("logistic", "mlp"),
+        default=None,
+        help="logistic regression (default) or a one-hidden-layer MLP",
+    )
+    learned.add_argument(
+        "--max-events",
+        type=typed(integer("--max-events", 1, 64)),
+        default=None,
+        help="thresholds carried into the counted draws (default 3)",
     )
     add_common_options(a)
     add_prng_option(a)
@@ -100,6 +134,14 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from mcdp.auditing import audit_iter, validate_audit
 
+    if args.attack != "learned":
+        for flag in LEARNED_OPTIONS:
+            if getattr(args, flag) is not None:
+                fail(f"--{flag.replace('_', '-')} applies to --attack learned.")
+    if args.delta is None and any(
+        getattr(args, flag) is not None for flag in ("pair", "attack", "clip")
+    ):
+        args.delta = 0.0  # a pure-epsilon audit of the pair
     if args.delta is not None:
         if args.target_width is not None or args.max_draws is not None:
             fail(
@@ -108,9 +150,6 @@ def run(args: argparse.Namespace) -> int:
             )
         _require_draws(args)
         return _audit_delta(args)
-    for flag in ("pair", "attack", "clip"):
-        if getattr(args, flag) is not None:
-            fail(f"--{flag} applies to (epsilon, delta) audits: add --delta CLAIMED.")
     if args.target_width is not None:
         return _audit_to_width(args)
     if args.max_draws is not None:
@@ -231,6 +270,7 @@ def _plan(needed: int | float | None, max_draws: int) -> str:
 
 def _audit_delta(args: argparse.Namespace) -> int:
     """``mcdp audit --delta CLAIMED``: an (epsilon, delta) audit."""
+    from mcdp.attacks import learned_attack
     from mcdp.auditing import audit_delta
     from mcdp.mechanisms import get_mechanism
 
@@ -239,6 +279,13 @@ def _audit_delta(args: argparse.Namespace) -> int:
     try:
         mech = get_mechanism(args.mechanism)
         attack = args.attack or ("lr" if mech.privacy_loss is not None else "majority")
+        if attack == "learned":
+            options = {
+                flag: getattr(args, flag)
+                for flag in LEARNED_OPTIONS
+                if getattr(args, flag) is not None
+            }
+            attack = learned_attack(**options)
         result = audit_delta(
             mech,
             args.epsilon,

@@ -1,0 +1,251 @@
+r"""Distinguishers learned from samples, and the events chosen from their scores.
+
+The learned attack (DP-Sniper, Bichsel et al. 2021; Delta-Siege, Lokna et al. 2023)
+needs three independent samples of the mechanism's outputs under both inputs:
+
+1. on the first, :func:`fit` trains a scorer :math:`s(y)` that separates outputs of
+   :math:`x` (label 1) from outputs of :math:`x'` (label 0): logistic regression on
+   the features :math:`(y, y^2)` of every output coordinate, or a small MLP on
+   them, with optax. At its optimum the logit approximates the log-likelihood ratio,
+   whose upper sets are the Neyman–Pearson optimal events;
+2. on the second, :func:`select_thresholds` chooses a few thresholds :math:`t` of the
+   score, those whose events :math:`\{s \ge t\}` and :math:`\{s < t\}` promise the
+   best lower bound on the final sample's size and confidence;
+3. the third is the audit's own: the engine counts the chosen events only, and the
+   bounds come from those counts (:func:`mcdp.statistics.delta_bounds`, corrected
+   for the events carried).
+
+Nothing of the third sample feeds back into the first two, so the bounds hold
+whatever the scorer learned. This module holds the host-side learning and selection;
+:mod:`mcdp.attacks` wires them into an attack.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from mcdp._types import Array, PRNGKey
+from mcdp.statistics import clopper_pearson_arrays
+
+MODELS = ("logistic", "mlp")
+HIDDEN = 32  # the MLP's hidden units
+STEPS = 400  # full-batch optimiser steps
+LEARNING_RATE = 0.05
+
+
+def features(y: Array) -> Array:
+    r"""Per output row, :math:`(y_1, \dots, y_k, y_1^2, \dots, y_k^2)`; NaN becomes 0
+    and gets an indicator, so that a NaN output is a feature of its own."""
+    y = jnp.reshape(y, (y.shape[0], -1))
+    nan = jnp.isnan(y)
+    y = jnp.where(nan, 0.0, y)
+    return jnp.concatenate([y, y * y, nan.astype(y.dtype)], axis=-1)
+
+
+class Scorer(NamedTuple):
+    """A trained scorer: standardisation, then a linear map or a one-hidden-layer
+    MLP. A pytree of arrays, so it travels into the compiled loop as data."""
+
+    mean: Array
+    scale: Array
+    weights: Any  # logistic: (w, b); mlp: (w1, b1, w2, b2)
+
+
+def score_logistic(y: Array, scorer: Scorer) -> Array:
+    """The logit of logistic regression: high speaks for the first input."""
+    z = (features(y) - scorer.mean[None, :]) / scorer.scale[None, :]
+    w, b = scorer.weights
+    return z @ w + b
+
+
+def score_mlp(y: Array, scorer: Scorer) -> Array:
+    """The output of the MLP (tanh hidden layer): high speaks for the first input."""
+    z = (features(y) - scorer.mean[None, :]) / scorer.scale[None, :]
+    w1, b1, w2, b2 = scorer.weights
+    return jnp.tanh(z @ w1 + b1[None, :]) @ w2 + b2
+
+
+SCORES = {"logistic": score_logistic, "mlp": score_mlp}
+
+
+def _init(key: PRNGKey, model: str, width: int, dtype) -> Any:
+    if model == "logistic":
+        return (jnp.zeros((width,), dtype), jnp.zeros((), dtype))
+    k1, k2 = jax.random.split(key)
+    return (
+        jax.random.normal(k1, (width, HIDDEN), dtype) / math.sqrt(width),
+        jnp.zeros((HIDDEN,), dtype),
+        jax.random.normal(k2, (HIDDEN,), dtype) / math.sqrt(HIDDEN),
+        jnp.zeros((), dtype),
+    )
+
+
+def fit(
+    key: PRNGKey,
+    y_first: np.ndarray,
+    y_second: np.ndarray,
+    *,
+    model: str = "logistic",
+    steps: int = STEPS,
+    learning_rate: float = LEARNING_RATE,
+) -> Scorer:
+    """Trains a scorer that separates ``y_first`` (outputs of the first input, label
+    1) from ``y_second`` (label 0) by the binary cross-entropy of its logit, with
+    Adam, full batch.
+
+    Args:
+      key: for the MLP's initial weights (logistic regression starts at 0).
+      y_first, y_second: outputs, shape ``(n, ...)`` each.
+      model: ``"logistic"`` or ``"mlp"``.
+      steps, learning_rate: Adam's.
+    """
+    dtype = jnp.result_type(float)
+    y = jnp.concatenate([jnp.asarray(y_first), jnp.asarray(y_second)]).astype(dtype)
+    labels = jnp.concatenate(
+        [jnp.ones(len(y_first), dtype), jnp.zeros(len(y_second), dtype)]
+    )
+    phi = features(y)
+    mean = jnp.mean(phi, axis=0)
+    scale = jnp.std(phi, axis=0)
+    scale = jnp.where(scale > 0, scale, 1.0)
+    weights = _init(key, model, phi.shape[-1], dtype)
+    rate = jnp.asarray(learning_rate, dtype)
+    with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
+        trained = _train(
+            y, labels, mean, scale, weights, rate, model=model, steps=steps
+        )
+    return Scorer(mean, scale, trained)
+
+
+@partial(jax.jit, static_argnames=("model", "steps"))
+def _train(y, labels, mean, scale, weights, learning_rate, *, model, steps):
+    """``steps`` full-batch Adam steps on the cross-entropy; one compile per model,
+    sample shape and dtype."""
+    score = SCORES[model]
+    optimizer = optax.adam(learning_rate)
+
+    def loss(weights):
+        logits = score(y, Scorer(mean, scale, weights))
+        return jnp.mean(optax.sigmoid_binary_cross_entropy(logits, labels))
+
+    def step(_, state):
+        weights, opt_state = state
+        grads = jax.grad(loss)(weights)
+        updates, opt_state = optimizer.update(grads, opt_state)
+        return optax.apply_updates(weights, updates), opt_state
+
+    state = (weights, optimizer.init(weights))
+    return jax.lax.fori_loop(0, steps, step, state)[0]
+
+
+# --- choosing events on the second sample ------------------------------------------
+
+
+class Selection(NamedTuple):
+    """The thresholds chosen, sorted, and the bound each promised."""
+
+    thresholds: np.ndarray
+    predicted: np.ndarray  # the predicted lower bound of each threshold's events
+
+
+def _candidates(s_first: np.ndarray, s_second: np.ndarray, count: int) -> np.ndarray:
+    """Thresholds at quantiles of both inputs' scores, dense in both tails (where
+    the rare events with the largest ratios are)."""
+    n = min(len(s_first), len(s_second))
+    tail = np.logspace(math.log10(1 / n), -1, count // 4)
+    middle = np.linspace(0.1, 0.9, count // 4)
+    levels = np.unique(np.concatenate([tail, middle, 1 - tail]))
+    values = np.concatenate(
+        [np.quantile(s_first, levels), np.quantile(s_second, levels)]
+    )
+    values = values[np.isfinite(values)]
+    return np.unique(values)
+
+
+def predicted_bounds(
+    s_first: np.ndarray,
+    s_second: np.ndarray,
+    thresholds: np.ndarray,
+    *,
+    draws: int,
+    confidence: float,
+    num_events: int,
+    epsilon: float,
+    delta: float,
+) -> np.ndarray:
+    r"""For every threshold :math:`t`, the lower bound that the events
+    :math:`\{s \ge t\}` and :math:`\{s < t\}` (both orders) would give on a final
+    sample of ``draws`` per input if their counts came out at the rates seen here:
+    the pure-epsilon bound :math:`\ln P_{lo}/P_{hi}` where ``delta`` is 0, else
+    :math:`P_{lo} - e^\varepsilon P_{hi}`, each Clopper–Pearson end at the
+    Bonferroni share of ``2 num_events`` intervals. A rate is shrunk to
+    :math:`(k + 1/2)/(n + 1)`, so that an event never seen here is not taken as
+    impossible.
+    """
+    rates = []
+    for s in (s_first, s_second):
+        ordered = np.sort(s)
+        at_least = len(s) - np.searchsorted(ordered, thresholds, side="left")
+        rates.append((at_least + 0.5) / (len(s) + 1))
+    p_first, p_second = rates  # P[s >= t] under each input
+    per_interval = 1 - (1 - confidence) / (2 * num_events)
+    best = np.full(len(thresholds), -np.inf)
+    for a, b in ((p_first, p_second), (1 - p_second, 1 - p_first)):
+        for high, low in ((a, b), (b, a)):  # the event speaks for `high`'s input
+            lower, _ = clopper_pearson_arrays(high * draws, draws, per_interval)
+            _, upper = clopper_pearson_arrays(low * draws, draws, per_interval)
+            with np.errstate(divide="ignore"):
+                if delta == 0:
+                    value = np.log(lower) - np.log(upper)
+                else:
+                    value = lower - math.exp(epsilon) * upper
+            best = np.maximum(best, value)
+    return best
+
+
+def select_thresholds(
+    s_first: np.ndarray,
+    s_second: np.ndarray,
+    *,
+    draws: int,
+    confidence: float,
+    max_events: int,
+    epsilon: float,
+    delta: float,
+    candidates: int = 200,
+) -> Selection:
+    """Up to ``max_events`` thresholds whose :func:`predicted_bounds` are best, from
+    scores of a sample that the final bound never sees.
+
+    Taken greedily, best first, skipping a threshold whose event is nearly one
+    already taken: both tail masses of the pooled scores within a factor 2 of
+    theirs (it would cost its share of the correction and add little)."""
+    thresholds = _candidates(s_first, s_second, candidates)
+    if thresholds.size == 0:  # every score was NaN or infinite: one dummy event
+        return Selection(np.array([0.0]), np.array([-np.inf]))
+    predicted = predicted_bounds(
+        s_first, s_second, thresholds, draws=draws, confidence=confidence,
+        num_events=max_events, epsilon=epsilon, delta=delta,
+    )  # fmt: skip
+    pooled = np.sort(np.concatenate([s_first, s_second]))
+    below = (np.searchsorted(pooled, thresholds) + 0.5) / (len(pooled) + 1)
+    chosen: list[int] = []
+    for i in np.argsort(-predicted, kind="stable"):
+        near = any(
+            abs(math.log(below[i] / below[j])) < math.log(2)
+            and abs(math.log((1 - below[i]) / (1 - below[j]))) < math.log(2)
+            for j in chosen
+        )
+        if not near:
+            chosen.append(int(i))
+        if len(chosen) == max_events:
+            break
+    order = np.array(sorted(chosen, key=lambda i: thresholds[i]))
+    return Selection(thresholds[order], predicted[order])
