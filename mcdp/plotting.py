@@ -428,3 +428,50 @@ def trlaplace_audit(data: Mapping[str, Any]) -> Figure:
     )
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
+
+
+def tradeoff(records: Sequence[Mapping[str, Any]]) -> Figure:
+    """Trade-off curves: what the counts show beside what the claims allow.
+
+    One panel per audit record (an (epsilon, delta) audit's dict with ``tradeoff``),
+    on log axes so that the rare events where the evidence sits are visible: the
+    x axis is the false-positive rate alpha, the y axis the power 1 - beta. The dots
+    are the simultaneous confidence points (alpha+, 1 - beta+) of the final events'
+    tests: the mechanism's trade-off curve allows at least that much power. The
+    solid line is the most power the claimed epsilon-DP allows, the dashed line
+    that of Gaussian DP at the largest mu the dots refute. A dot above the solid
+    line refutes the claim.
+    """
+    from scipy import stats
+
+    panels = max(1, len(records))
+    fig, axes = plt.subplots(1, panels, figsize=(4.4 * panels, 4.0), squeeze=False)
+    alpha = [10 ** (-9 + 9 * t / 600) for t in range(601)]
+    for ax, record in zip(axes[0], records, strict=False):
+        eps = record["epsilon"]
+        allowed = [min(1.0, math.exp(eps) * a, 1 - math.exp(-eps) * (1 - a))
+                   for a in alpha]  # fmt: skip
+        ax.plot(alpha, allowed, color="k", lw=1.2, label=f"claim: {eps:g}-DP")
+        mu = record["tradeoff"]["gdp_mu_lower"]
+        if 0 < mu < math.inf:
+            gdp = [float(stats.norm.sf(stats.norm.isf(a) - mu)) for a in alpha]
+            label = f"{mu:.3g}-GDP (refuted, as every smaller mu)"
+            ax.plot(alpha, gdp, "--", color="C3", lw=1.0, label=label)
+        points = [(a, 1 - b) for a, b in record["tradeoff"]["points"] if a > 0]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            label = f"the events' tests ({record['confidence']:.0%}, simultaneous)"
+            ax.plot(xs, ys, "o", color="C0", ms=4, label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(1e-9, 1)
+        ax.set_ylim(1e-6, 1.5)
+        ax.set_xlabel("false-positive rate α")
+        ax.set_ylabel("power 1 − β")
+        ax.set_title(
+            f"{record['mechanism']}, {record['pair']} pair, {record['attack']} attack"
+            f"\n{record['draws']:,} draws per input", fontsize=9,
+        )  # fmt: skip
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
