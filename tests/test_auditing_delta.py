@@ -1,29 +1,27 @@
 """(epsilon, delta) audits (SPEC E4).
 
-Exact profiles against dp_accounting; estimated profiles bracketing the exact ones
-(validity) and close to them (not vacuous); correct mechanisms not flagged more often
-than the confidence level allows; deliberately broken ones flagged; the support
-test's probabilities against the noise density integrated by scipy; and
-``delta_bounds``, the attacks, the pairs and the argument checks by hand.
+Estimated profiles bracketing the exact ones (validity) and close to them (not
+vacuous); correct mechanisms not flagged more often than the confidence level allows;
+deliberately broken ones flagged; the argument checks of ``audit_delta``. The exact
+profiles themselves are tested in ``test_exact.py``, ``delta_bounds`` in
+``test_statistics.py``, the attacks and the support test's probabilities in
+``test_attacks.py``.
 
 Tolerances come from sampling error with the suite's ``FAIL_PROB`` per assertion;
 where one assertion covers several estimates, its multiplier is Bonferroni-corrected
 in code.
 """
 
-import itertools
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
-from dp_accounting.pld import privacy_loss_distribution, privacy_loss_mechanism
-from scipy import integrate, stats
+from dp_accounting.pld import privacy_loss_distribution
+from scipy import stats
 
-from mcdp.attacks import SUPPORT_TEST, likelihood_ratio_attack, lr_thresholds
-from mcdp.auditing import PROFILE_EPSILONS, audit_delta, make_pair
-from mcdp.exact import exact_delta, gaussian_delta, laplace_delta
+from mcdp.attacks import lr_thresholds
+from mcdp.auditing import PROFILE_EPSILONS, audit_delta
+from mcdp.exact import gaussian_delta, laplace_delta
 from mcdp.mechanisms import (
     GaussianParams,
     LaplaceParams,
@@ -31,15 +29,11 @@ from mcdp.mechanisms import (
     get_mechanism,
     trlaplace_params,
 )
-from mcdp.mechanisms.trlaplace import trlaplace_cdf
-from mcdp.sampling import count_outcomes
-from mcdp.statistics import clopper_pearson, delta_bounds
+from mcdp.statistics import delta_bounds
 
-from conftest import FAIL_PROB, SEED, Z
+from conftest import FAIL_PROB, SEED, Z, trlaplace_slab
 
-GAUSSIAN = get_mechanism("gaussian")
 LAPLACE = get_mechanism("laplace")
-TRLAPLACE = get_mechanism("trlaplace")
 MIN_COUNT = 50  # expected hits per cell before a normal approximation is trusted
 
 
@@ -61,82 +55,7 @@ def _hoeffding(num_rates: int, draws: int) -> float:
     return math.sqrt(math.log(2 * num_rates / FAIL_PROB) / (2 * draws))
 
 
-# --- 1. exact profiles against dp_accounting ------------------------------------
-
-EPSILONS = [0.0, 0.05, 0.3, 1.0, 2.0, 5.0, 10.0, 20.0]
-
-
-@pytest.mark.parametrize(
-    "sigma, distance", list(itertools.product([0.3, 1.0, 4.0, 20.0], [0.1, 1.0, 2.0]))
-)
-def test_gaussian_delta_matches_dp_accounting(sigma, distance):
-    oracle = privacy_loss_mechanism.GaussianPrivacyLoss(
-        standard_deviation=sigma, sensitivity=distance
-    )
-    for eps in EPSILONS:
-        want = oracle.get_delta_for_epsilon(eps)
-        assert gaussian_delta(eps, sigma, distance) == pytest.approx(
-            want, rel=1e-9, abs=1e-15
-        )
-
-
-@pytest.mark.parametrize(
-    "scale, distance", list(itertools.product([0.3, 1.0, 4.0], [0.1, 1.0, 2.0, 5.0]))
-)
-def test_laplace_delta_matches_dp_accounting(scale, distance):
-    oracle = privacy_loss_mechanism.LaplacePrivacyLoss(
-        parameter=scale, sensitivity=distance
-    )
-    for eps in EPSILONS:
-        want = oracle.get_delta_for_epsilon(eps)
-        assert laplace_delta(eps, scale, distance) == pytest.approx(
-            want, rel=1e-9, abs=1e-15
-        )
-
-
-def test_exact_profiles_at_their_limits():
-    assert gaussian_delta(1.0, 1.0, 0.0) == 0.0  # identical inputs
-    assert laplace_delta(0.0, 1.0, 0.0) == 0.0
-    assert laplace_delta(2.0, 1.0, 2.0) == 0.0  # pure epsilon-DP at eps = Delta/b
-    # eps = 0: total variation distance, 2 Phi(Delta / 2 sigma) - 1
-    assert gaussian_delta(0.0, 2.0, 1.0) == pytest.approx(
-        2 * stats.norm.cdf(0.25) - 1, rel=1e-12
-    )
-    # huge epsilon: no underflow to a negative or NaN value
-    assert 0.0 <= gaussian_delta(200.0, 1.0, 2.0) < 1e-300
-
-
-def _laplace_diagonal_oracle(scale, clip, dim):
-    """Pessimistic (upper) and optimistic (lower) dp_accounting PLDs of d iid Laplace
-    coordinates each shifted by 2C/sqrt(d)."""
-    shift = 2 * clip / math.sqrt(dim)
-    upper = privacy_loss_distribution.from_laplace_mechanism(
-        parameter=scale, sensitivity=shift, value_discretization_interval=1e-4
-    ).self_compose(dim)
-    lower = privacy_loss_distribution.from_laplace_mechanism(
-        parameter=scale,
-        sensitivity=shift,
-        pessimistic_estimate=False,
-        value_discretization_interval=1e-4,
-        use_connect_dots=False,
-    ).self_compose(dim)
-    return upper, lower
-
-
-def test_exact_delta_dispatch():
-    axis, diagonal = make_pair("axis", 4), make_pair("diagonal", 4)
-    g = GaussianParams(clip=1.0, sigma=1.5)
-    for pair in (axis, diagonal):
-        assert exact_delta(GAUSSIAN, g, pair, 0.5) == gaussian_delta(0.5, 1.5, 2.0)
-    lap = LaplaceParams(scale=0.7)
-    assert exact_delta(LAPLACE, lap, axis, 0.5) == laplace_delta(0.5, 0.7, 2.0)
-    assert exact_delta(LAPLACE, lap, diagonal, 0.5) is None  # d > 1 coordinates
-    assert exact_delta(TRLAPLACE, trlaplace_params(1.0, 0.01, 4, 1.0), axis, 1) is None
-    # Gaussian inputs are clipped first: 3 e1 vs -3 e1 at C = 1 are 2 apart
-    assert exact_delta(GAUSSIAN, g, 3 * axis, 0.5) == gaussian_delta(0.5, 1.5, 2.0)
-
-
-# --- 2. estimated profiles bracket the exact ones --------------------------------
+# --- 1. estimated profiles bracket the exact ones --------------------------------
 
 
 def _gaussian_tails(mu):
@@ -245,6 +164,23 @@ def test_laplace_axis_profile_brackets_exact():
     )
 
 
+def _laplace_diagonal_oracle(scale, clip, dim):
+    """Pessimistic (upper) and optimistic (lower) dp_accounting PLDs of d iid Laplace
+    coordinates each shifted by 2C/sqrt(d)."""
+    shift = 2 * clip / math.sqrt(dim)
+    upper = privacy_loss_distribution.from_laplace_mechanism(
+        parameter=scale, sensitivity=shift, value_discretization_interval=1e-4
+    ).self_compose(dim)
+    lower = privacy_loss_distribution.from_laplace_mechanism(
+        parameter=scale,
+        sensitivity=shift,
+        pessimistic_estimate=False,
+        value_discretization_interval=1e-4,
+        use_connect_dots=False,
+    ).self_compose(dim)
+    return upper, lower
+
+
 def test_laplace_diagonal_profile_within_dp_accounting_bounds():
     """d iid coordinates, no closed form: dp_accounting's pessimistic and optimistic
     compositions bracket the true profile. ``delta_lower`` must stay below the upper
@@ -290,7 +226,7 @@ def test_laplace_diagonal_profile_within_dp_accounting_bounds():
         assert low - z * se <= star <= high + z * se, (eps, star, low, high, se)
 
 
-# --- 3. a correct mechanism is not flagged ----------------------------------------
+# --- 2. a correct mechanism is not flagged ----------------------------------------
 
 R = 40  # independent audits per case
 
@@ -369,7 +305,7 @@ def test_tight_laplace_is_not_flagged(pair, dim, draws):
     _count_false_alarms(5, "laplace", 1.0, 0.0, pair, dim, None, draws)
 
 
-# --- 4. a deliberately broken mechanism is flagged --------------------------------
+# --- 3. a deliberately broken mechanism is flagged --------------------------------
 
 
 def _cp_multiplier(num_thresholds: int, confidence: float) -> float:
@@ -427,25 +363,6 @@ def test_laplace_with_a_quarter_of_the_noise_is_flagged():
     assert result.violated and result.delta_lower > 0.0  # the claim: pure eps-DP
 
 
-def _trlaplace_slab(params, shift: float) -> float:
-    """P[eta > A - shift] for eta with density exp(-alpha |t|) / B on [-A, A], by
-    quadrature of the density (B too), independently of mcdp's closed forms."""
-    alpha, bound = float(params.alpha), float(params.bound)
-    lo = bound - shift
-    if lo <= -bound:
-        return 1.0
-
-    def density(t):
-        return math.exp(-alpha * abs(t))
-
-    def mass(a, b):
-        points = [0.0] if a < 0 < b else None
-        value, _ = integrate.quad(density, a, b, points=points, epsabs=0, epsrel=1e-12)
-        return value
-
-    return mass(lo, bound) / mass(-bound, bound)
-
-
 PAPER = (1.0, 1 / 1200, 300, 1.0)  # (epsilon, delta = 1/(4d), d, C)
 
 
@@ -468,7 +385,7 @@ def test_trlaplace_is_flagged_at_the_paper_setting(attack):
         seed=SEED,
         confidence=1 - FAIL_PROB,  # so that the bound's validity is checkable too
     )
-    truth = _trlaplace_slab(trlaplace_params(*PAPER), 2 * clip)
+    truth = trlaplace_slab(trlaplace_params(*PAPER), 2 * clip)
     assert result.violated and result.delta_lower > 100 * delta
     assert result.delta_lower <= truth
     se = math.sqrt(truth * (1 - truth) / draws)
@@ -485,231 +402,13 @@ def test_trlaplace_is_flagged_on_the_paper_grid(epsilon, dim):
     result = audit_delta(
         "trlaplace", epsilon, delta, dim, draws, attack="support", clip=clip, seed=SEED
     )
-    truth = _trlaplace_slab(trlaplace_params(epsilon, delta, dim, clip), 2 * clip)
+    truth = trlaplace_slab(trlaplace_params(epsilon, delta, dim, clip), 2 * clip)
     assert result.violated and result.delta_lower > 100 * delta
     se = math.sqrt(truth * (1 - truth) / draws)
     assert abs(result.delta_estimate - truth) <= _z(2) * se
 
 
-# --- 5. the support test's probabilities -------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "case, pair",
-    [
-        (PAPER, "axis"),
-        ((1.0, 0.01, 4, 0.5), "axis"),
-        ((1.0, 0.01, 4, 0.5), "diagonal"),
-        ((1.0, 1 / 200, 50, 1.0), "diagonal"),
-    ],
-)
-def test_support_test_probabilities(key, case, pair):
-    """Under x the output is never outside its own support; it leaves supp(x') iff
-    some coordinate with shift s > 0 has eta_i > A - s, so P[outcome 2 | x] =
-    1 - (1 - q)^m with q = P[eta > A - s] and m shifted coordinates (1 for axis,
-    d for diagonal); symmetrically for outcome 0 under x'."""
-    epsilon, delta, dim, clip = case
-    params = trlaplace_params(*case)
-    xs = make_pair(pair, dim, clip)
-    shift, shifted = (2 * clip, 1) if pair == "axis" else (2 * clip / dim**0.5, dim)
-    q = _trlaplace_slab(params, shift)
-    assert q == pytest.approx(1 - trlaplace_cdf(params.bound - shift, params), 1e-9)
-    p = 1 - (1 - q) ** shifted
-    draws = 20_000 if dim > 100 else 50_000
-    aux = (xs[0], xs[1], float(params.bound) * (1 + 1e-12))
-    counts = count_outcomes(
-        key, TRLAPLACE, SUPPORT_TEST, xs, params, draws, dtype="float64", aux=aux
-    )
-    assert counts[0, 0] == 0 and counts[1, 2] == 0  # never outside its own support
-    assert np.all(counts.sum(axis=1) == draws)
-    se = math.sqrt(p * (1 - p) / draws)
-    assert abs(counts[0, 2] / draws - p) <= Z * se, (counts, p)
-    assert abs(counts[1, 0] / draws - p) <= Z * se, (counts, p)
-
-
-# --- 6. delta_bounds, the attacks, the pairs, the argument checks -----------------
-
-
-def test_delta_bounds_are_bonferroni_clopper_pearson():
-    counts = [[5, 3, 2, 10], [1, 4, 5, 0]]  # n = 20 and 10, K = 3
-    confidence, k_max = 0.9, 3
-    b = delta_bounds(counts, confidence)
-    level = 1 - (1 - confidence) / (2 * k_max)  # per interval
-    for row, c in enumerate(counts):
-        n = sum(c)
-        for k in range(1, k_max + 1):
-            tail = sum(c[k:])
-            lo, hi = clopper_pearson(tail, n, level)
-            assert b.lower[row, k - 1] == pytest.approx(lo, rel=1e-9, abs=1e-15)
-            assert b.upper[row, k - 1] == pytest.approx(hi, rel=1e-9)
-            assert b.rate[row, k - 1] == tail / n
-    # at eps = 0 the complements add nothing: the upper sets in both orders
-    est, low, high = b.delta(0.0)
-    p = [[15 / 20, 12 / 20, 10 / 20], [9 / 10, 5 / 10, 0.0]]
-    want = max(
-        0,
-        *(p[0][k] - p[1][k] for k in range(3)),
-        *(p[1][k] - p[0][k] for k in range(3)),
-    )
-    assert est == pytest.approx(want)
-    assert low <= est <= high
-
-
-@pytest.mark.parametrize("n", [1, 10, 1000])
-def test_delta_bounds_zero_cells(n):
-    alpha = 0.05
-    cut = (alpha / 2 / 2) ** (1 / n)  # K = 1: each interval at 1 - alpha/2
-    b = delta_bounds([[0, n], [n, 0]], 1 - alpha)
-    assert b.lower[0, 0] == pytest.approx(cut) and b.upper[0, 0] == 1.0
-    assert b.lower[1, 0] == 0.0 and b.upper[1, 0] == pytest.approx(1 - cut)
-    for eps in (0.0, 0.5, 3.0):
-        est, low, high = b.delta(eps)
-        assert est == 1.0 and high == 1.0  # a perfect distinguisher
-        assert low == pytest.approx(max(0.0, cut - math.exp(eps) * (1 - cut)))
-    # the middle outcome only: nothing distinguishes the inputs
-    b = delta_bounds([[0, n, 0], [0, n, 0]], 1 - alpha)
-    assert b.delta(0.0)[:2] == (0.0, 0.0)
-
-
-def test_delta_bounds_impossible_cells():
-    counts = [[0, 30, 70], [40, 60, 0]]  # support test: 2 never under x', 0 not under x
-    plain = delta_bounds(counts)
-    known = delta_bounds(counts, impossible=((1, 2), (0, 0)))
-    assert known.upper[1, 1] == 0.0 and known.lower[0, 0] == 1.0
-    assert plain.upper[1, 1] > 0.0 and plain.lower[0, 0] < 1.0
-    # the declared support makes the bound independent of e^eps
-    assert known.delta(20.0)[1] == pytest.approx(known.lower[0, 1])
-    assert plain.delta(20.0)[1] == 0.0
-    # a nonzero count in a declared-impossible cell keeps the empirical bound
-    leaky = delta_bounds([[0, 30, 70], [40, 59, 1]], impossible=((1, 2),))
-    assert leaky.upper[1, 1] > 0.0
-
-
-def _random_counts(rng, k_max):
-    return rng.integers(0, 50, size=(2, k_max + 1))
-
-
-def test_delta_is_monotone_in_epsilon_and_ordered():
-    rng = np.random.default_rng(SEED)
-    grid = np.linspace(0, 5, 26)
-    for k_max in (1, 2, 7):
-        for _ in range(5):
-            b = delta_bounds(_random_counts(rng, k_max))
-            values = np.array([b.delta(e) for e in grid])  # (eps, [est, lo, hi])
-            assert np.all(np.diff(values, axis=0) <= 1e-15)
-            assert np.all(values[:, 1] <= values[:, 0] + 1e-15)
-            assert np.all(values[:, 0] <= values[:, 2] + 1e-15)
-            assert np.all((values >= 0) & (values <= 1))
-
-
-def test_delta_is_symmetric_under_complements_and_swaps():
-    """Upper sets of reversed outcomes are the lower sets ({o' >= k} = {o < K+1-k})
-    and swapping the rows swaps the orders; both are in the maximum, so the delta
-    is unchanged (the lower bounds up to Beta(a, b) = 1 - Beta(b, a) rounding)."""
-    rng = np.random.default_rng(SEED + 1)
-    for k_max in (1, 3, 6):
-        for _ in range(5):
-            counts = _random_counts(rng, k_max)
-            for eps in (0.0, 0.4, 2.0):
-                ref = delta_bounds(counts).delta(eps)
-                for other in (counts[::-1], counts[:, ::-1], counts[::-1, ::-1]):
-                    got = delta_bounds(other).delta(eps)
-                    assert got == pytest.approx(ref, rel=1e-9, abs=1e-12)
-
-
-def test_delta_from_lower_sets():
-    """P_x[o >= 1] = 0.5, P_x'[o >= 1] = 0.99: for eps > 0 only the complement
-    {o < 1} in the order (x, x') gives a positive delta, 0.5 - e^eps 0.01; swapping
-    the rows moves it to the order (x', x)."""
-    counts = np.array([[50, 50], [1, 99]])
-    for eps in (math.log(2), math.log(40)):
-        want = 0.5 - math.exp(eps) * 0.01
-        assert delta_bounds(counts).delta(eps)[0] == pytest.approx(want)
-        assert delta_bounds(counts[::-1]).delta(eps)[0] == pytest.approx(want)
-    assert delta_bounds(counts).delta(math.log(50))[0] == 0.0
-
-
-@pytest.mark.parametrize("shape", [(2,), (3, 3), (2, 1), (1, 2)])
-def test_delta_bounds_rejects_bad_shapes(shape):
-    with pytest.raises(ValueError, match="shape") as info:
-        delta_bounds(np.ones(shape, dtype=int))
-    assert "\n" not in str(info.value)
-
-
-def test_lr_thresholds():
-    eps = [0.0, 0.1, 1.0, 3.0]
-    t = lr_thresholds(eps)
-    assert np.all(np.diff(t) > 0)
-    for e in eps:
-        assert e in t and -e in t
-    assert t[0] == -3.0 and t[-1] == 3.0
-    assert np.all(np.isin(np.round(np.linspace(-3, 3, 49), 12), t))
-    assert lr_thresholds([]).tolist() == np.round(np.linspace(-1, 1, 49), 12).tolist()
-
-
-def test_lr_attack_counts_thresholds_reached():
-    """The attack's outcome is the number of thresholds at or below the exact loss,
-    here against a NumPy evaluation of the Gaussian loss."""
-    rng = np.random.default_rng(SEED)
-    thresholds = lr_thresholds([0.5, 1.0, 2.0])
-    attack = likelihood_ratio_attack(GAUSSIAN, len(thresholds))
-    assert attack.num_outcomes == len(thresholds) + 1
-    assert likelihood_ratio_attack(GAUSSIAN, len(thresholds)) is attack  # cached
-    x, x_prime = make_pair("diagonal", 5)
-    sigma = 0.8
-    y = rng.normal(size=(200, 5)) * 1.5
-    loss = (np.sum((y - x_prime) ** 2, -1) - np.sum((y - x) ** 2, -1)) / (2 * sigma**2)
-    with jax.enable_x64(True):
-        aux = (jnp.asarray(x), jnp.asarray(x_prime), GaussianParams(1.0, sigma))
-        got = attack.guess(jnp.asarray(y), (*aux, jnp.asarray(thresholds)))
-        got = np.asarray(got)
-    assert got.dtype == np.int32
-    np.testing.assert_array_equal(got, np.searchsorted(thresholds, loss, "right"))
-
-
-def test_support_guess_by_hand():
-    y = np.array(
-        [[2.0, 0.0], [-2.0, 0.0], [0.0, 0.0], [0.0, 2.0], [2.6, 0.0], [2.5, 1.5]]
-    )
-    with jax.enable_x64(True):
-        aux = (jnp.array([1.0, 0.0]), jnp.array([-1.0, 0.0]), jnp.asarray(1.5))
-        got = np.asarray(SUPPORT_TEST.guess(jnp.asarray(y), aux))
-    # only x, only x', both, neither, neither, only x (on the closed edge)
-    np.testing.assert_array_equal(got, [2, 0, 1, 1, 1, 2])
-
-
-@pytest.mark.parametrize("dim", [1, 2, 7, 300])
-@pytest.mark.parametrize("clip", [0.5, 1.0, 3.0])
-def test_make_pair_geometry(dim, clip):
-    axis = make_pair("axis", dim, clip)
-    assert axis.shape == (2, dim)
-    np.testing.assert_allclose(np.linalg.norm(axis, axis=1), clip)
-    assert np.linalg.norm(axis[0] - axis[1]) == pytest.approx(2 * clip)
-    assert np.count_nonzero(axis[0] - axis[1]) == 1
-    diagonal = make_pair("diagonal", dim, clip)
-    assert diagonal.shape == (2, dim)
-    np.testing.assert_allclose(np.linalg.norm(diagonal, axis=1), clip)
-    gap = diagonal[0] - diagonal[1]
-    assert np.abs(gap).sum() == pytest.approx(2 * clip * math.sqrt(dim))
-    assert np.linalg.norm(gap) == pytest.approx(2 * clip)
-    zo = make_pair("zeros-ones", dim, clip)
-    np.testing.assert_array_equal(zo, np.stack([np.zeros(dim), np.ones(dim)]))
-
-
-@pytest.mark.parametrize(
-    "args, match",
-    [
-        (("square", 3), "pair"),
-        (("axis", 0), "dim"),
-        (("axis", 2.5), "dim"),
-        (("axis", 3, 0.0), "clip"),
-        (("axis", 3, -1.0), "clip"),
-    ],
-)
-def test_make_pair_rejects_bad_input(args, match):
-    with pytest.raises(ValueError, match=match) as info:
-        make_pair(*args)
-    assert "\n" not in str(info.value)
+# --- 4. the argument checks --------------------------------------------------------
 
 
 @pytest.mark.parametrize(

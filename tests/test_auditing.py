@@ -1,4 +1,9 @@
-"""Estimates against exact values, interval coverage, and the controls."""
+"""The sanity check (``audit``): estimates against exact values, interval coverage,
+the controls and the argument checks; and the pairs that the audits share.
+
+The (epsilon, delta) audits are tested in ``test_auditing_delta.py``, the audits to a
+target width in ``test_auditing_width.py``.
+"""
 
 import math
 
@@ -15,6 +20,7 @@ from mcdp import (
     get_mechanism,
     loss_estimate,
 )
+from mcdp.auditing import make_pair
 from mcdp.mechanisms import NAN_POLICIES
 
 from conftest import FAIL_PROB, SEED, Z
@@ -117,25 +123,6 @@ def test_float32_runs_and_agrees_at_moderate_probabilities():
         assert abs(rate - exact) <= Z * math.sqrt(exact * (1 - exact) / result.draws)
 
 
-def test_same_seed_same_result_and_audit_matches_grid_cell(tmp_path):
-    from mcdp import GridSpec, run_grid
-
-    a = audit("adept", 2.0, 8, 5000, seed=3)
-    b = audit("adept", 2.0, 8, 5000, seed=3)
-    assert a.counts == b.counts
-    grid = run_grid(
-        GridSpec(
-            draws=5000,
-            mechanisms=("laplace", "adept"),
-            epsilons=(2.0,),
-            dims=(8,),
-            seed=3,
-        ),
-        tmp_path / "g.json",
-    )
-    assert grid["adept"]["2.0"]["8"]["counts"] == a.counts
-
-
 @pytest.mark.parametrize(
     "kwargs,match",
     [
@@ -158,3 +145,40 @@ def test_api_errors_name_the_argument(kwargs, match):
     args = {"mechanism": "laplace", "epsilon": 1.0, "dim": 2, "draws": 100} | kwargs
     with pytest.raises(ValueError, match=match):
         audit(**args)
+
+
+# --- the pairs of inputs -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [1, 2, 7, 300])
+@pytest.mark.parametrize("clip", [0.5, 1.0, 3.0])
+def test_make_pair_geometry(dim, clip):
+    axis = make_pair("axis", dim, clip)
+    assert axis.shape == (2, dim)
+    np.testing.assert_allclose(np.linalg.norm(axis, axis=1), clip)
+    assert np.linalg.norm(axis[0] - axis[1]) == pytest.approx(2 * clip)
+    assert np.count_nonzero(axis[0] - axis[1]) == 1
+    diagonal = make_pair("diagonal", dim, clip)
+    assert diagonal.shape == (2, dim)
+    np.testing.assert_allclose(np.linalg.norm(diagonal, axis=1), clip)
+    gap = diagonal[0] - diagonal[1]
+    assert np.abs(gap).sum() == pytest.approx(2 * clip * math.sqrt(dim))
+    assert np.linalg.norm(gap) == pytest.approx(2 * clip)
+    zo = make_pair("zeros-ones", dim, clip)
+    np.testing.assert_array_equal(zo, np.stack([np.zeros(dim), np.ones(dim)]))
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (("square", 3), "pair"),
+        (("axis", 0), "dim"),
+        (("axis", 2.5), "dim"),
+        (("axis", 3, 0.0), "clip"),
+        (("axis", 3, -1.0), "clip"),
+    ],
+)
+def test_make_pair_rejects_bad_input(args, match):
+    with pytest.raises(ValueError, match=match) as info:
+        make_pair(*args)
+    assert "\n" not in str(info.value)
