@@ -44,6 +44,16 @@ def assert_one_line_error(capsys, args, *fragments):
         assert fragment in lines[0], (fragment, lines[0])
 
 
+def binomial_region(draws: int, p: float) -> tuple[int, int]:
+    """The counts ``[low, high]`` outside which Binomial(draws, p) falls with
+    probability at most ``FAIL_PROB`` (at most half of it in each tail), from the
+    exact tails; where a cell expects few hits, ``Z`` binomial standard errors would
+    misstate them."""
+    low = int(stats.binom.ppf(FAIL_PROB / 2, draws, p))
+    high = int(stats.binom.isf(FAIL_PROB / 2, draws, p))
+    return low, high
+
+
 @pytest.fixture
 def key():
     return sampling.key(SEED)
