@@ -5,11 +5,12 @@ seed is printed in the header of a failing run) and a tolerance derived from its
 sampling error with a stated false-alarm probability ``FAIL_PROB``.
 """
 
+import math
 import os
 
 import jax
 import pytest
-from scipy import stats
+from scipy import integrate, stats
 
 from mcdp import sampling
 
@@ -59,6 +60,38 @@ def assert_one_line_error(capsys, args, *fragments):
         assert fragment in lines[0], (fragment, lines[0])
 
 
+def binomial_region(draws: int, p: float) -> tuple[int, int]:
+    """The counts ``[low, high]`` outside which Binomial(draws, p) falls with
+    probability at most ``FAIL_PROB`` (at most half of it in each tail), from the
+    exact tails; where a cell expects few hits, ``Z`` binomial standard errors would
+    misstate them."""
+    low = int(stats.binom.ppf(FAIL_PROB / 2, draws, p))
+    high = int(stats.binom.isf(FAIL_PROB / 2, draws, p))
+    return low, high
+
+
 @pytest.fixture
 def key():
     return sampling.key(SEED)
+
+
+def trlaplace_slab(params, shift: float) -> float:
+    """P[eta > A - shift] for eta with density exp(-alpha |t|) / B on [-A, A], by
+    quadrature of the density (B too), independently of mcdp's closed forms.
+
+    Shared by the support test's probabilities (``test_attacks.py``) and the
+    TrLaplace audits (``test_auditing_delta.py``)."""
+    alpha, bound = float(params.alpha), float(params.bound)
+    lo = bound - shift
+    if lo <= -bound:
+        return 1.0
+
+    def density(t):
+        return math.exp(-alpha * abs(t))
+
+    def mass(a, b):
+        points = [0.0] if a < 0 < b else None
+        value, _ = integrate.quad(density, a, b, points=points, epsabs=0, epsrel=1e-12)
+        return value
+
+    return mass(lo, bound) / mass(-bound, bound)

@@ -1,4 +1,6 @@
-"""The attack registry, and user attacks in both audits.
+"""The attack registry, user attacks in both audits, and the built-in attacks by
+hand: the majority vote's ties, the support test's guesses and probabilities, the
+likelihood-ratio attack's thresholds and outcomes.
 
 A user attack that reproduces a built-in one must give the built-in's counts for the
 same seed (the draws depend on the audit, not on the attack); a user attack with its
@@ -21,14 +23,26 @@ from mcdp.attacks import (
     Attack,
     AttackContext,
     get_attack,
+    likelihood_ratio_attack,
+    lr_thresholds,
     majority_vote_guess,
 )
-from mcdp.auditing import ATTACK_KEY_TAG
-from mcdp.mechanisms import LaplaceParams
-from mcdp.sampling import cell_key
+from mcdp.auditing import ATTACK_KEY_TAG, make_pair
+from mcdp.mechanisms import (
+    GaussianParams,
+    LaplaceParams,
+    get_mechanism,
+    trlaplace_params,
+)
+from mcdp.mechanisms.trlaplace import trlaplace_cdf
+from mcdp.sampling import cell_key, count_outcomes
 from mcdp.statistics import loss_estimate
 
-from conftest import FAIL_PROB, SEED
+from conftest import FAIL_PROB, SEED, binomial_region, trlaplace_slab
+
+GAUSSIAN = get_mechanism("gaussian")
+TRLAPLACE = get_mechanism("trlaplace")
+PAPER = (1.0, 1 / 1200, 300, 1.0)  # (epsilon, delta = 1/(4d), d, C)
 
 
 def test_registry_is_closed_and_named():
@@ -185,3 +199,101 @@ def test_attack_needs_what_it_reads_from_the_mechanism():
         mcdp.audit_delta(
             unknown_density, 1.0, 0.0, 2, 100, attack="lr", params=LaplaceParams(1.0)
         )
+
+
+# --- the built-in attacks by hand ------------------------------------------------
+
+
+def test_majority_vote_ties_go_to_zero():
+    y = np.array(
+        [
+            [0.0, 1.0],
+            [0.7, 0.6],
+            [0.2, 0.4],
+            [np.nan, 0.0],
+            [np.nan, np.nan],
+            [0.5, 0.49],
+        ]
+    )
+    assert majority_vote_guess(y).tolist() == [0, 1, 0, 0, 1, 0]
+    assert majority_vote_guess(np.array([[0.5], [0.4999], [np.nan]])).tolist() == [
+        1,
+        0,
+        1,
+    ]
+
+
+def test_lr_thresholds():
+    eps = [0.0, 0.1, 1.0, 3.0]
+    t = lr_thresholds(eps)
+    assert np.all(np.diff(t) > 0)
+    for e in eps:
+        assert e in t and -e in t
+    assert t[0] == -3.0 and t[-1] == 3.0
+    assert np.all(np.isin(np.round(np.linspace(-3, 3, 49), 12), t))
+    assert lr_thresholds([]).tolist() == np.round(np.linspace(-1, 1, 49), 12).tolist()
+
+
+def test_lr_attack_counts_thresholds_reached():
+    """The attack's outcome is the number of thresholds at or below the exact loss,
+    here against a NumPy evaluation of the Gaussian loss."""
+    rng = np.random.default_rng(SEED)
+    thresholds = lr_thresholds([0.5, 1.0, 2.0])
+    attack = likelihood_ratio_attack(GAUSSIAN, len(thresholds))
+    assert attack.num_outcomes == len(thresholds) + 1
+    assert likelihood_ratio_attack(GAUSSIAN, len(thresholds)) is attack  # cached
+    x, x_prime = make_pair("diagonal", 5)
+    sigma = 0.8
+    y = rng.normal(size=(200, 5)) * 1.5
+    loss = (np.sum((y - x_prime) ** 2, -1) - np.sum((y - x) ** 2, -1)) / (2 * sigma**2)
+    with jax.enable_x64(True):
+        aux = (jnp.asarray(x), jnp.asarray(x_prime), GaussianParams(1.0, sigma))
+        got = attack.guess(jnp.asarray(y), (*aux, jnp.asarray(thresholds)))
+        got = np.asarray(got)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.searchsorted(thresholds, loss, "right"))
+
+
+def test_support_guess_by_hand():
+    y = np.array(
+        [[2.0, 0.0], [-2.0, 0.0], [0.0, 0.0], [0.0, 2.0], [2.6, 0.0], [2.5, 1.5]]
+    )
+    with jax.enable_x64(True):
+        aux = (jnp.array([1.0, 0.0]), jnp.array([-1.0, 0.0]), jnp.asarray(1.5))
+        got = np.asarray(SUPPORT_TEST.guess(jnp.asarray(y), aux))
+    # only x, only x', both, neither, neither, only x (on the closed edge)
+    np.testing.assert_array_equal(got, [2, 0, 1, 1, 1, 2])
+
+
+@pytest.mark.parametrize(
+    "case, pair",
+    [
+        (PAPER, "axis"),
+        ((1.0, 0.01, 4, 0.5), "axis"),
+        ((1.0, 0.01, 4, 0.5), "diagonal"),
+        ((1.0, 1 / 200, 50, 1.0), "diagonal"),
+    ],
+)
+def test_support_test_probabilities(key, case, pair):
+    """Under x the output is never outside its own support; it leaves supp(x') iff
+    some coordinate with shift s > 0 has eta_i > A - s, so P[outcome 2 | x] =
+    1 - (1 - q)^m with q = P[eta > A - s] and m shifted coordinates (1 for axis,
+    d for diagonal); symmetrically for outcome 0 under x'."""
+    epsilon, delta, dim, clip = case
+    params = trlaplace_params(*case)
+    xs = make_pair(pair, dim, clip)
+    shift, shifted = (2 * clip, 1) if pair == "axis" else (2 * clip / dim**0.5, dim)
+    q = trlaplace_slab(params, shift)
+    assert q == pytest.approx(1 - trlaplace_cdf(params.bound - shift, params), 1e-9)
+    p = 1 - (1 - q) ** shifted
+    draws = 20_000 if dim > 100 else 50_000
+    aux = (xs[0], xs[1], float(params.bound) * (1 + 1e-12))
+    counts = count_outcomes(
+        key, TRLAPLACE, SUPPORT_TEST, xs, params, draws, dtype="float64", aux=aux
+    )
+    assert counts[0, 0] == 0 and counts[1, 2] == 0  # never outside its own support
+    assert np.all(counts.sum(axis=1) == draws)
+    # exact binomial tails: at d = 50, p = 0.998 leaves ~90 draws in the other cells
+    low, high = binomial_region(draws, p)
+    assert low <= counts[0, 2] <= high, (counts, p, low, high)
+    assert low <= counts[1, 0] <= high, (counts, p, low, high)

@@ -1,12 +1,31 @@
+"""Exact references: the majority vote's probabilities (``exact_e2``) against the
+binomial law, enumeration and closed forms; the (epsilon, delta) profiles
+(``gaussian_delta``, ``laplace_delta``, ``exact_delta``) against dp_accounting."""
+
 import itertools
 import math
 
 import numpy as np
 import pytest
+from dp_accounting.pld import privacy_loss_mechanism
 from scipy import special, stats
 
-from mcdp.exact import exact_e2, log_majority
-from mcdp.mechanisms import MECHANISMS, NAN_POLICIES, get_mechanism
+from mcdp.auditing import make_pair
+from mcdp.exact import (
+    exact_delta,
+    exact_e2,
+    gaussian_delta,
+    laplace_delta,
+    log_majority,
+)
+from mcdp.mechanisms import (
+    MECHANISMS,
+    NAN_POLICIES,
+    GaussianParams,
+    LaplaceParams,
+    get_mechanism,
+    trlaplace_params,
+)
 
 
 @pytest.mark.parametrize("d", [1, 2, 7, 8, 32])
@@ -90,3 +109,64 @@ def test_dptext_is_infinite_under_every_policy(policy):
 def test_every_registered_mechanism_has_an_exact_reference():
     for m in MECHANISMS.values():
         assert exact_e2(m, m.e2_params(1.0, 4), 4) is not None
+
+
+# --- exact (epsilon, delta) profiles against dp_accounting -----------------------
+
+EPSILONS = [0.0, 0.05, 0.3, 1.0, 2.0, 5.0, 10.0, 20.0]
+GAUSSIAN = get_mechanism("gaussian")
+LAPLACE = get_mechanism("laplace")
+TRLAPLACE = get_mechanism("trlaplace")
+
+
+@pytest.mark.parametrize(
+    "sigma, distance", list(itertools.product([0.3, 1.0, 4.0, 20.0], [0.1, 1.0, 2.0]))
+)
+def test_gaussian_delta_matches_dp_accounting(sigma, distance):
+    oracle = privacy_loss_mechanism.GaussianPrivacyLoss(
+        standard_deviation=sigma, sensitivity=distance
+    )
+    for eps in EPSILONS:
+        want = oracle.get_delta_for_epsilon(eps)
+        assert gaussian_delta(eps, sigma, distance) == pytest.approx(
+            want, rel=1e-9, abs=1e-15
+        )
+
+
+@pytest.mark.parametrize(
+    "scale, distance", list(itertools.product([0.3, 1.0, 4.0], [0.1, 1.0, 2.0, 5.0]))
+)
+def test_laplace_delta_matches_dp_accounting(scale, distance):
+    oracle = privacy_loss_mechanism.LaplacePrivacyLoss(
+        parameter=scale, sensitivity=distance
+    )
+    for eps in EPSILONS:
+        want = oracle.get_delta_for_epsilon(eps)
+        assert laplace_delta(eps, scale, distance) == pytest.approx(
+            want, rel=1e-9, abs=1e-15
+        )
+
+
+def test_exact_profiles_at_their_limits():
+    assert gaussian_delta(1.0, 1.0, 0.0) == 0.0  # identical inputs
+    assert laplace_delta(0.0, 1.0, 0.0) == 0.0
+    assert laplace_delta(2.0, 1.0, 2.0) == 0.0  # pure epsilon-DP at eps = Delta/b
+    # eps = 0: total variation distance, 2 Phi(Delta / 2 sigma) - 1
+    assert gaussian_delta(0.0, 2.0, 1.0) == pytest.approx(
+        2 * stats.norm.cdf(0.25) - 1, rel=1e-12
+    )
+    # huge epsilon: no underflow to a negative or NaN value
+    assert 0.0 <= gaussian_delta(200.0, 1.0, 2.0) < 1e-300
+
+
+def test_exact_delta_dispatch():
+    axis, diagonal = make_pair("axis", 4), make_pair("diagonal", 4)
+    g = GaussianParams(clip=1.0, sigma=1.5)
+    for pair in (axis, diagonal):
+        assert exact_delta(GAUSSIAN, g, pair, 0.5) == gaussian_delta(0.5, 1.5, 2.0)
+    lap = LaplaceParams(scale=0.7)
+    assert exact_delta(LAPLACE, lap, axis, 0.5) == laplace_delta(0.5, 0.7, 2.0)
+    assert exact_delta(LAPLACE, lap, diagonal, 0.5) is None  # d > 1 coordinates
+    assert exact_delta(TRLAPLACE, trlaplace_params(1.0, 0.01, 4, 1.0), axis, 1) is None
+    # Gaussian inputs are clipped first: 3 e1 vs -3 e1 at C = 1 are 2 apart
+    assert exact_delta(GAUSSIAN, g, 3 * axis, 0.5) == gaussian_delta(0.5, 1.5, 2.0)

@@ -197,8 +197,16 @@ def test_e2_params_is_optional_and_named_where_it_is_needed():
         mcdp.audit(lean, 1.0, 2, 1000)
     with pytest.raises(ValueError, match="no e2_params"):
         mcdp.audit_delta(lean, 1.0, 0.0, 2, 1000, pair="zeros-ones")
-    given = mcdp.audit(lean, 1.0, 2, 1000, params=LaplaceParams(scale=2.0))
-    reference = mcdp.audit("laplace", 1.0, 2, 1000)  # the same scale d / epsilon
+    draws = 8192  # enough that two independent runs give other counts (below)
+    given = mcdp.audit(lean, 1.0, 2, draws, params=LaplaceParams(scale=2.0))
+    reference = mcdp.audit("laplace", 1.0, 2, draws)  # the same scale d / epsilon
+    # P[equal counts] for independent runs: sum_k pmf(k)^2 per row
+    ks = np.arange(draws + 1)
+    same = math.prod(
+        float(np.sum(stats.binom.pmf(ks, draws, p) ** 2))
+        for p in reference.exact_guess1
+    )
+    assert same <= FAIL_PROB
     assert given.counts != reference.counts  # another name, another key ...
     assert given.claim is None and given.violated is None  # ... and no claim
     assert "claim" not in str(given)

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from mcdp.attacks import MAJORITY_VOTE, majority_vote_guess
+from mcdp.attacks import MAJORITY_VOTE
 from mcdp.mechanisms import Mechanism, get_mechanism
 from mcdp.sampling import (
     BLOCK_DRAWS,
@@ -74,25 +74,6 @@ def test_a_prefix_of_draws_is_a_prefix_of_blocks(key):
         key, m, MAJORITY_VOTE, _xs(2), m.e2_params(1.0, 2), steps[1].draws
     )
     np.testing.assert_array_equal(steps[1].counts, fresh)
-
-
-def test_majority_vote_ties_go_to_zero():
-    y = np.array(
-        [
-            [0.0, 1.0],
-            [0.7, 0.6],
-            [0.2, 0.4],
-            [np.nan, 0.0],
-            [np.nan, np.nan],
-            [0.5, 0.49],
-        ]
-    )
-    assert majority_vote_guess(y).tolist() == [0, 1, 0, 0, 1, 0]
-    assert majority_vote_guess(np.array([[0.5], [0.4999], [np.nan]])).tolist() == [
-        1,
-        0,
-        1,
-    ]
 
 
 def test_new_keys_params_and_draws_do_not_retrace(key):
