@@ -2,8 +2,10 @@
 
 XLA exposes CPU cores as several devices with
 ``--xla_force_host_platform_device_count``, which must be set before JAX starts: each
-check runs in a fresh Python process and compares with the counts of this (one
-device) process.
+check runs in a fresh Python process and compares with the counts of this process on
+its one CPU device. Every process here is pinned to the CPU backend
+(``JAX_PLATFORMS=cpu``, ``jax.devices("cpu")``), so the tests mean the same on a
+machine with a GPU, where several processes cannot share the one GPU.
 """
 
 import json
@@ -18,7 +20,7 @@ import pytest
 
 from mcdp.attacks import MAJORITY_VOTE
 from mcdp.mechanisms import get_mechanism
-from mcdp.sampling import BLOCK_DRAWS, count_outcomes, key
+from mcdp.sampling import BLOCK_DRAWS, cell_key, count_outcomes, key
 
 from conftest import SEED
 
@@ -63,6 +65,7 @@ def _one_device_counts():
             count_outcomes(
                 key(SEED, prng), m, MAJORITY_VOTE, xs, m.e2_params(1.0, d), draws,
                 dtype=dtype, chunk_blocks=chunk_blocks, call_chunks=call_chunks,
+                devices=jax.devices("cpu")[:1],
             ).tolist()
         )  # fmt: skip
     return runs
@@ -70,7 +73,9 @@ def _one_device_counts():
 
 def _python(script: str, devices: int, *args: str) -> subprocess.Popen:
     env = dict(
-        os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}"
+        os.environ,
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        JAX_PLATFORMS="cpu",
     )
     return subprocess.Popen(
         [sys.executable, "-c", script, json.dumps([SEED, CASES]), *args],
@@ -88,7 +93,7 @@ def _result(proc: subprocess.Popen):
 
 
 def test_same_counts_on_one_to_four_devices():
-    assert jax.device_count() == 1  # this process: the reference
+    assert len(jax.devices("cpu")) == 1  # this process: the reference
     script = COUNTS_ON_DEVICES.format(setup="", device_counts="range(1, 5)")
     process, devices, out = _result(_python(script, 4))
     assert (process, devices) == (0, 4)
@@ -143,7 +148,11 @@ def test_cli_audit_on_two_processes():
     args = ["audit", "--mechanism", "adept", "--epsilon", "1", "--dim", "8"]
     args += ["--draws", "20000", "--seed", str(SEED), "--json"]
     address = f"localhost:{_free_port()}"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        JAX_PLATFORMS="cpu",
+    )
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "mcdp.cli", *args, "--coordinator", address]
@@ -160,8 +169,13 @@ def test_cli_audit_on_two_processes():
         stdout, stderr = proc.communicate(timeout=300)
         assert proc.returncode == 0, stderr[-3000:]
         outputs.append(stdout)
-    expected = mcdp.audit("adept", 1.0, 8, 20000, seed=SEED)
-    assert json.loads(outputs[0])["counts"] == expected.counts
+    m = mcdp.get_mechanism("adept")
+    expected = count_outcomes(  # the audit's counts on this process's CPU
+        cell_key(SEED, "acl2022/adept/1.0/8/"), m, MAJORITY_VOTE,
+        np.stack([np.zeros(8), np.ones(8)]), m.e2_params(1.0, 8), 20000,
+        devices=jax.devices("cpu")[:1],
+    )  # fmt: skip
+    assert json.loads(outputs[0])["counts"] == expected.tolist()
     assert outputs[1] == ""
 
 
