@@ -74,8 +74,9 @@ def add_parser(subparsers) -> None:
         "--pair",
         type=typed(pair_arg),
         default=None,
-        help="with --delta: axis (default), diagonal, zeros-ones, or a .npy file "
-        "holding a (2, d) array",
+        help="with --delta: axis (default), diagonal, zeros-ones, a StatDP pattern "
+        "(one-above, ..., x-shuffle, each also -swapped; mcdp.pairs), scalar-0-1, "
+        "scalar-1-2, or a .npy file holding a (2, d) array",
     )
     a.add_argument(
         "--attack",
