@@ -107,8 +107,12 @@ def test_dptext_is_infinite_under_every_policy(policy):
 
 
 def test_every_registered_mechanism_has_an_exact_reference():
+    # every mechanism that the sanity check can calibrate (the suite's cannot:
+    # 0^d and 1^d are not neighbours under their relations)
     for m in MECHANISMS.values():
-        assert exact_e2(m, m.e2_params(1.0, 4), 4) is not None
+        if m.e2_params is not None:
+            assert exact_e2(m, m.e2_params(1.0, 4), 4) is not None
+    assert sum(m.e2_params is not None for m in MECHANISMS.values()) == 9
 
 
 # --- exact (epsilon, delta) profiles against dp_accounting -----------------------

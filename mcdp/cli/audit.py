@@ -78,8 +78,9 @@ def add_parser(subparsers) -> None:
         "--pair",
         type=typed(pair_arg),
         default=None,
-        help="axis (default), diagonal, zeros-ones, a pattern of the benchmark "
-        "suite, or a .npy file holding a (2, d) array",
+        help="axis (default), diagonal, zeros-ones, a StatDP pattern (one-above, "
+        "..., x-shuffle, each also -swapped; mcdp.pairs), scalar-0-1, scalar-1-2, "
+        "or a .npy file holding a (2, d) array",
     )
     a.add_argument(
         "--attack",

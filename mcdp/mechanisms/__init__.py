@@ -14,9 +14,40 @@ from mcdp.mechanisms.adept import (
     adept_params,
     adept_true_sensitivity_params,
 )
+from mcdp.mechanisms.counting import (
+    LAPLACE_PARALLEL,
+    PREFIX_SUM,
+    TRUNCATED_GEOMETRIC,
+    TruncatedGeometricParams,
+    geo_sample_params,
+    truncated_geometric_params,
+)
 from mcdp.mechanisms.dptext import DPTEXT, NAN_POLICIES, DPTextParams, dptext_params
 from mcdp.mechanisms.gaussian import GAUSSIAN, GaussianParams, gaussian_params
+from mcdp.mechanisms.histogram import NOISY_HIST1, NOISY_HIST2
 from mcdp.mechanisms.laplace import LAPLACE, LaplaceParams, laplace_params
+from mcdp.mechanisms.noisy_max import (
+    RNM1,
+    RNM2,
+    RNM3,
+    RNM4,
+    NoisyMaxParams,
+    noisy_max_params,
+)
+from mcdp.mechanisms.sparse_vector import (
+    SVT1,
+    SVT2,
+    SVT3,
+    SVT4,
+    SVT5,
+    SVT6,
+    SVT34,
+    NoCutoffSvtParams,
+    Svt34Params,
+    SvtParams,
+    svt_params,
+)
+from mcdp.mechanisms.suite import SUITE, SuiteCase
 from mcdp.mechanisms.trivial import NONE, RANDOM, NoParams
 from mcdp.mechanisms.trlaplace import (
     TRLAPLACE,
@@ -38,6 +69,23 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType(
             RANDOM,
             GAUSSIAN,
             TRLAPLACE,
+            # the benchmark suite of the auditing literature (mcdp.mechanisms.suite)
+            NOISY_HIST1,
+            NOISY_HIST2,
+            RNM1,
+            RNM2,
+            RNM3,
+            RNM4,
+            SVT1,
+            SVT2,
+            SVT3,
+            SVT4,
+            SVT5,
+            SVT6,
+            SVT34,
+            PREFIX_SUM,
+            TRUNCATED_GEOMETRIC,
+            LAPLACE_PARALLEL,
         )
     }
 )
@@ -57,19 +105,30 @@ def get_mechanism(name: str) -> Mechanism:
 __all__ = [
     "MECHANISMS",
     "NAN_POLICIES",
+    "SUITE",
     "AdeptParams",
     "DPTextParams",
     "GaussianParams",
     "LaplaceParams",
     "Mechanism",
+    "NoCutoffSvtParams",
     "NoParams",
+    "NoisyMaxParams",
+    "SuiteCase",
+    "Svt34Params",
+    "SvtParams",
     "TrLaplaceParams",
+    "TruncatedGeometricParams",
     "adept_params",
     "adept_true_sensitivity_params",
     "dptext_params",
     "gaussian_params",
+    "geo_sample_params",
     "get_mechanism",
     "laplace_params",
+    "noisy_max_params",
+    "svt_params",
     "trlaplace_min_dim",
     "trlaplace_params",
+    "truncated_geometric_params",
 ]

@@ -1,0 +1,307 @@
+r"""The Sparse Vector variants of Lyu, Su and Li, and two of them side by side.
+
+Lyu, Su and Li, *Understanding the Sparse Vector Technique for Differential
+Privacy*, VLDB 2017, Alg. 1–6, with the parameters of DP-Sniper's evaluation
+(Bichsel et al., S&P 2021, ``dpsniper/mechanisms/sparse_vector_technique.py`` and
+``dpsniper/experiments/exp_default.py``); StatDP (Ding et al., CCS 2018) tests the
+same family. The input is a vector of :math:`d` query answers of sensitivity 1 in
+every entry; a noisy threshold :math:`T + \rho` is compared with each noisy answer
+:math:`x_i + \nu_i`, and after the ``cutoff``-th answer above it (:math:`c`) the
+remaining queries are not answered. With :math:`\varepsilon_1` the threshold's
+share and :math:`\varepsilon_2 = \varepsilon - \varepsilon_1`:
+
+========== ================================ ======================== ===== =========
+name       threshold noise :math:`\rho`      query noise :math:`\nu_i` c, T  stated
+========== ================================ ======================== ===== =========
+``svt1``   Lap(1/ε₁), ε₁ = ε/2               Lap(2c/ε₂)               1, ½  ε
+``svt2``   Lap(c/ε₁), fresh after each ⊤     Lap(2c/ε₂)               1, 1  ε
+``svt3``   Lap(1/ε₁)                         Lap(c/ε₂), outputs value 1, 1  ∞
+``svt4``   Lap(1/ε₁), ε₁ = ε/4               Lap(1/ε₂)                1, 1  (1+6c)ε/4
+``svt5``   Lap(1/ε₁)                         none, no cutoff          –, 1  ∞
+``svt6``   Lap(1/ε₁)                         Lap(1/ε₂), no cutoff     –, 1  ∞
+========== ================================ ======================== ===== =========
+
+"Stated" is Lyu et al.'s privacy of each algorithm that claims ε (Table 1; ∞: no
+finite ε for every number of queries; on a fixed pair of length 10 the loss is
+finite unless the supports differ). Outputs, one float per query, shape
+``(n, d)``: :data:`TRUE` (1.0), :data:`FALSE` (0.0) or :data:`ABORTED` (-1.0);
+``svt3`` outputs the noisy answer :math:`x_i + \nu_i` for ⊤ and DP-Sniper's codes
+:data:`SVT3_FALSE` (-1000.0) and :data:`SVT3_ABORTED` (-2000.0) otherwise (values
+that a noisy answer takes with probability 0). ``svt34-parallel`` runs ``svt3``
+and ``svt4`` on independent noise (DP-Sniper's ``SVT34Parallel``: c = 2, T = 1,
+both at the full ε) and concatenates their outputs, shape ``(n, 2d)``.
+
+The exact losses (:mod:`mcdp.mechanisms._svt_exact`) enumerate the outputs and
+integrate over the threshold noise.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from mcdp import _validate
+from mcdp._types import Array, PRNGKey
+from mcdp.mechanisms import _svt_exact
+from mcdp.mechanisms._base import Mechanism, standard_laplace
+
+TRUE, FALSE, ABORTED = 1.0, 0.0, -1.0
+# Subkeys by purpose come from fold_in: in JAX 0.10.2, jax.random.split of a
+# threefry4x32 key (mcdp's default stream) does not finish under vmap, as in the
+# engine, while fold_in does.
+THRESHOLD_KEY, QUERY_KEY = 0, 1  # fold_in tags of svt_noise's two draws
+SVT3_KEY, SVT4_KEY = 0, 1  # fold_in tags of svt34-parallel's two runs
+SVT3_FALSE, SVT3_ABORTED = -1000.0, -2000.0
+
+
+class SvtParams(NamedTuple):
+    threshold_scale: Array | float  # the scale of rho
+    query_scale: Array | float  # the scale of every nu_i (0: no query noise)
+    threshold: Array | float  # T
+    cutoff: Array | int  # c: answers above the threshold before the abort
+
+
+class NoCutoffSvtParams(NamedTuple):
+    """``svt5`` and ``svt6`` answer every query: no cutoff."""
+
+    threshold_scale: Array | float
+    query_scale: Array | float
+    threshold: Array | float
+
+
+class Svt34Params(NamedTuple):
+    svt3: SvtParams
+    svt4: SvtParams
+
+
+# DP-Sniper's (c, T) per variant (exp_default.py); svt5, svt6 have no cutoff
+DEFAULTS = {
+    "svt1": (1, 0.5),
+    "svt2": (1, 1.0),
+    "svt3": (1, 1.0),
+    "svt4": (1, 1.0),
+    "svt5": (None, 1.0),
+    "svt6": (None, 1.0),
+    "svt34-parallel": (2, 1.0),
+}
+
+
+def svt_params(
+    variant: str, epsilon: float, cutoff: int | None = 1, threshold: float = 1.0
+) -> SvtParams | NoCutoffSvtParams:
+    r"""The noise scales of Alg. ``variant`` (``"svt1"`` ... ``"svt6"``) at
+    :math:`\varepsilon`, as Lyu et al. (and DP-Sniper) calibrate them, with the
+    cutoff c (ignored by ``svt5`` and ``svt6``) and the threshold T."""
+    _validate.one_of("variant", variant, [f"svt{i}" for i in range(1, 7)])
+    epsilon = _validate.positive("epsilon", epsilon)
+    half = epsilon / 2
+    if variant in ("svt5", "svt6"):
+        query = 0.0 if variant == "svt5" else 1 / half
+        return NoCutoffSvtParams(1 / half, query, threshold)
+    c = _validate.integer("cutoff", cutoff, low=1)
+    scales = {
+        "svt1": (1 / half, 2 * c / half),
+        "svt2": (c / half, 2 * c / half),
+        "svt3": (1 / half, c / half),
+        "svt4": (4 / epsilon, 1 / (epsilon - epsilon / 4)),
+    }[variant]
+    return SvtParams(*scales, threshold, c)
+
+
+def _calibration(variant: str):
+    cutoff, threshold = DEFAULTS[variant]
+
+    def calibrate(epsilon, delta, dim, clip):
+        del delta, dim, clip
+        if variant == "svt34-parallel":
+            return Svt34Params(
+                svt_params("svt3", epsilon, cutoff, threshold),
+                svt_params("svt4", epsilon, cutoff, threshold),
+            )
+        return svt_params(variant, epsilon, cutoff, threshold)
+
+    return calibrate
+
+
+def svt_noise(
+    key: PRNGKey, x: Array, params, *, fresh: bool = False, query_noise: bool = True
+) -> tuple[Array, Array]:
+    r"""``(rho, nu)`` from one key, with a subkey per purpose: the threshold
+    noise, shape ``(n, 1)``, or ``(n, d)`` where it is drawn afresh after each
+    answer above (``fresh``; column 0 is the first draw, column i + 1 the one that
+    replaces it after an answer above at query i), and the query noise, shape
+    ``(n, d)`` (zeros without ``query_noise``)."""
+    key_rho = jax.random.fold_in(key, THRESHOLD_KEY)
+    key_nu = jax.random.fold_in(key, QUERY_KEY)
+    n, d = x.shape
+    dtype = x.dtype
+    rho = jnp.asarray(params.threshold_scale, dtype) * standard_laplace(
+        key_rho, (n, d if fresh else 1), dtype
+    )
+    if not query_noise:
+        return rho, jnp.zeros_like(x)
+    nu = jnp.asarray(params.query_scale, dtype) * standard_laplace(
+        key_nu, x.shape, dtype
+    )
+    return rho, nu
+
+
+def _cut(above: Array, cutoff: Array) -> Array:
+    """Whether each query is answered: fewer than ``cutoff`` answers above before."""
+    hits = jnp.cumsum(above.astype(jnp.int32), axis=-1)
+    before = hits - above.astype(jnp.int32)
+    return before < jnp.asarray(cutoff, jnp.int32)
+
+
+def _above(x: Array, rho: Array, nu: Array, params) -> Array:
+    threshold = jnp.asarray(params.threshold, x.dtype)
+    return x + nu >= threshold + rho[:, :1]
+
+
+def svt_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
+    """Alg. 1 and 4 (one threshold draw, cutoff): TRUE / FALSE / ABORTED."""
+    above = _above(x, rho, nu, params)
+    flags = above.astype(x.dtype)
+    return jnp.where(_cut(above, params.cutoff), flags, jnp.asarray(ABORTED, x.dtype))
+
+
+def svt2_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
+    r"""Alg. 2: the threshold noise is drawn afresh after each answer above (after
+    one at query i, DP-Sniper's draw for query i: column i + 1 of ``rho``). The
+    queries are scanned in order (``lax.scan``), the batch at once; an unrolled
+    chain of ``where`` ran ten times slower on CPU."""
+    threshold = jnp.asarray(params.threshold, x.dtype)
+    cutoff = jnp.asarray(params.cutoff, jnp.int32)
+    aborted = jnp.asarray(ABORTED, x.dtype)
+    fresh = jnp.roll(rho, -1, axis=1)  # column i: the draw after an answer at i
+
+    def step(carry, columns):
+        current, count = carry
+        noisy, replacement = columns
+        above = noisy >= threshold + current
+        answered = count < cutoff
+        hit = above & answered
+        out = jnp.where(answered, above.astype(x.dtype), aborted)
+        return (
+            jnp.where(hit, replacement, current),
+            count + hit.astype(count.dtype),
+        ), out
+
+    # the carry derives from the noise, so it varies across devices as the noise
+    # does inside the engine's shard_map
+    start = (rho[:, 0], jnp.zeros_like(rho[:, 0], dtype=jnp.int32))
+    _, out = jax.lax.scan(step, start, ((x + nu).T, fresh.T))
+    return out.T
+
+
+def svt3_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
+    """Alg. 3: the noisy answer for TRUE, SVT3_FALSE / SVT3_ABORTED otherwise."""
+    above = _above(x, rho, nu, params)
+    values = jnp.where(above, x + nu, jnp.asarray(SVT3_FALSE, x.dtype))
+    return jnp.where(
+        _cut(above, params.cutoff), values, jnp.asarray(SVT3_ABORTED, x.dtype)
+    )
+
+
+def no_cutoff_from_noise(x, rho, nu, params: NoCutoffSvtParams) -> Array:
+    """Alg. 5 and 6: every query answered TRUE or FALSE."""
+    return _above(x, rho, nu, params).astype(x.dtype)
+
+
+def _sampler(from_noise, note: str, **noise_options):
+    def sample(key: PRNGKey, x: Array, params) -> Array:
+        return from_noise(x, *svt_noise(key, x, params, **noise_options), params)
+
+    sample.__doc__ = f"One draw per row of ``x``: {from_noise.__doc__}\n\n    {note}"
+    return sample
+
+
+svt1_sample = _sampler(
+    svt_from_noise,
+    "True loss on the patterns at ε = 0.1, d = 10: at most 0.0885 (``half-half``).",
+)
+svt2_sample = _sampler(
+    svt2_from_noise,
+    "True loss on the patterns at ε = 0.1, d = 10: at most 0.0882 (``half-half``).",
+    fresh=True,
+)
+svt3_sample = _sampler(
+    svt3_from_noise,
+    "True loss on the patterns at ε = 0.1, d = 10: up to 0.5 "
+    "(``all-above-all-below``, ``all-below``).",
+)
+svt4_sample = _sampler(
+    svt_from_noise,
+    "True loss on the patterns at ε = 0.1, d = 10: up to 0.1725 (``half-half``), "
+    "below Lyu et al.'s bound 0.175.",
+)
+svt5_sample = _sampler(
+    no_cutoff_from_noise,
+    "True loss on the patterns at ε = 0.1, d = 10: infinite, except 0.05 on the "
+    "constant ones (``all-above-all-below``, ``all-below``).",
+    query_noise=False,
+)
+svt6_sample = _sampler(
+    no_cutoff_from_noise,
+    "True loss on the patterns at ε = 0.1, d = 10: up to 0.4200 (``half-half``).",
+)
+
+
+def svt34_sample(key: PRNGKey, x: Array, params: Svt34Params) -> Array:
+    """``svt3`` and ``svt4`` on independent keys, outputs side by side ``(n, 2d)``.
+
+    True loss on the patterns at ε = 0.1, d = 10 (c = 2): up to 0.4874
+    (``half-half``).
+    """
+    key3, key4 = jax.random.fold_in(key, SVT3_KEY), jax.random.fold_in(key, SVT4_KEY)
+    return jnp.concatenate(
+        [svt3_sample(key3, x, params.svt3), svt4_sample(key4, x, params.svt4)],
+        axis=-1,
+    )
+
+
+def _mechanism(name, sample, exact, flaw=None) -> Mechanism:
+    return Mechanism(
+        name=name,
+        sample=sample,
+        claim="epsilon-DP",
+        flaw=flaw,
+        calibrate=_calibration(name),
+        exact_epsilon=exact,
+    )
+
+
+SVT1 = _mechanism("svt1", svt1_sample, _svt_exact.exact_epsilon_discrete)
+SVT2 = _mechanism("svt2", svt2_sample, _svt_exact.exact_epsilon_svt2)
+SVT3 = _mechanism(
+    "svt3",
+    svt3_sample,
+    _svt_exact.exact_epsilon_svt3,
+    flaw="outputs the noisy answers above the threshold (Lyu et al.: infinite eps)",
+)
+SVT4 = _mechanism(
+    "svt4",
+    svt4_sample,
+    _svt_exact.exact_epsilon_discrete,
+    flaw="query noise Lap(1/eps2) ignores the cutoff c: (1 + 6c) eps / 4 (Lyu et al.)",
+)
+SVT5 = _mechanism(
+    "svt5",
+    svt5_sample,
+    _svt_exact.exact_epsilon_discrete,
+    flaw="no noise on the queries and no cutoff: infinite loss",
+)
+SVT6 = _mechanism(
+    "svt6",
+    svt6_sample,
+    _svt_exact.exact_epsilon_discrete,
+    flaw="no cutoff: the loss grows with the number of queries (Lyu et al.: inf)",
+)
+SVT34 = _mechanism(
+    "svt34-parallel",
+    svt34_sample,
+    _svt_exact.exact_epsilon_svt34,
+    flaw="runs the broken svt3 and svt4, each at the full eps, on the same input",
+)
