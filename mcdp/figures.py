@@ -29,7 +29,11 @@ FIGURES = (
     "emnlp2021-fig1",
     "emnlp2021-fig1-extended",
     "trlaplace-audit",
+    "benchmarks-suite",
+    "benchmarks-tradeoff",
 )
+# the cases whose trade-off points the benchmarks-tradeoff figure shows
+TRADEOFF_CASES = ("noisy-hist2", "report-noisy-max3", "laplace-parallel")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +46,7 @@ class FigureSettings:
     pairs: int = 100_000  # per n of the EMNLP 2021 experiment
     e4_draws: int = 100_000  # per input and cell of the TrLaplace audit
     sampler_draws: int = 100_000  # per sampler of ACL 2022 Figure 2 (as the paper)
+    suite_draws: int = 100_000  # per input and cell of the benchmark suite
     seed: int = 0
     confidence: float = 0.95
     dtype: str = "float64"
@@ -59,6 +64,9 @@ class FigureSettings:
             ),
             sampler_draws=_validate.integer(
                 "sampler_draws", self.sampler_draws, low=1, high=10**9
+            ),
+            suite_draws=_validate.integer(
+                "suite_draws", self.suite_draws, low=1, high=_validate.MAX_DRAWS
             ),
             seed=_validate.integer("seed", self.seed, low=0, high=_validate.MAX_SEED),
             confidence=_validate.open_unit("confidence", self.confidence),
@@ -137,7 +145,39 @@ def make_figures(
         fig = plotting.trlaplace_audit(data)
         written += _save(fig, s.out_dir, "trlaplace-audit", data)
         log(f"trlaplace-audit: {time.perf_counter() - start:.1f} s")
+    suite = [n for n in names if n.startswith("benchmarks")]
+    if suite:
+        start = time.perf_counter()
+        data = _suite_grid(s, progress, log)
+        if "benchmarks-suite" in suite:
+            fig = plotting.suite_table(data)
+            written += _save(fig, s.out_dir, "benchmarks-suite", data)
+        if "benchmarks-tradeoff" in suite:
+            records = [_strongest(data[name]) for name in TRADEOFF_CASES]
+            fig = plotting.tradeoff(records)
+            written += _save(fig, s.out_dir, "benchmarks-tradeoff", records)
+        log(f"benchmarks: {time.perf_counter() - start:.1f} s")
     return written
+
+
+def _suite_grid(s: FigureSettings, progress: bool, log) -> dict[str, Any]:
+    from mcdp.experiments import SuiteSpec
+
+    cache = (
+        s.cache_dir
+        / f"benchmarks-{s.dtype}-draws{s.suite_draws}-seed{s.seed}-{PRNG_IMPL}.json"
+    )
+    log(f"benchmark suite: {s.suite_draws:,} draws per input -> {cache}")
+    spec = SuiteSpec(
+        draws=s.suite_draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype
+    )
+    return run_grid(spec, cache, progress=progress)
+
+
+def _strongest(by_pair: dict[str, Any]) -> dict[str, Any]:
+    """The cell of a suite case with the largest lower bound over its pairs."""
+    cells = [c for by_attack in by_pair.values() for c in by_attack.values()]
+    return max(cells, key=lambda c: c.get("epsilon_lower") or 0.0)
 
 
 def _settings_json(s: FigureSettings) -> dict[str, Any]:

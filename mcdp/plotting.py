@@ -475,3 +475,61 @@ def tradeoff(records: Sequence[Mapping[str, Any]]) -> Figure:
         ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
+
+
+def suite_table(grid: Mapping[str, Any]) -> Figure:
+    """The benchmark suite as a table: per mechanism, the claimed epsilon, the
+    largest lower bound over its pairs, and the exact loss of its worst pair.
+
+    ``grid`` is a ``mcdp grid benchmarks`` file (``mechanism → pair → attack``).
+    Bars are the lower bounds (log scale; a bound of 0 is a stub at the left edge),
+    black ticks the claims, hollow diamonds the exact losses where known (an
+    infinite one is a triangle at the right edge). A bar past its tick refutes the
+    claim.
+    """
+    rows = []
+    for name, by_pair in grid.items():
+        if name.startswith("_"):
+            continue
+        cells = [c for by_attack in by_pair.values() for c in by_attack.values()]
+        best = max(cells, key=lambda c: c.get("epsilon_lower") or 0.0)
+        exact = _finite_or_inf([c.get("epsilon_exact") for c in cells])
+        rows.append((name, best, exact))
+    fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 1.4))
+    floor, ceiling = 1e-3, 1e3
+    for i, (_name, best, exact) in enumerate(rows):
+        lower = best.get("epsilon_lower") or 0.0
+        refuted = lower > best["epsilon"]
+        color = "C3" if refuted else "C0"
+        ax.barh(i, max(lower, floor) - floor, left=floor, color=color, alpha=0.8)
+        ax.plot([best["epsilon"]] * 2, [i - 0.4, i + 0.4], color="k", lw=1.5)
+        if exact is not None:
+            shown, marker = (ceiling, ">") if math.isinf(exact) else (exact, "D")
+            ax.plot(shown, i, marker, mfc="none", mec="k", ms=6)
+        ax.text(ceiling * 1.2, i, best["pair"], va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlim(floor, ceiling)
+    ax.set_xlabel("epsilon")
+    meta = grid.get("_meta", {})
+    ax.set_title(
+        f"The benchmark suite: {meta.get('draws', 0):,} draws per input, "
+        f"{meta.get('confidence', 0.95):.0%} lower bounds (red: claim refuted)",
+        fontsize=9,
+    )
+    handles = [
+        Patch(color="C0", alpha=0.8, label="lower bound, claim stands"),
+        Patch(color="C3", alpha=0.8, label="lower bound, claim refuted"),
+        Line2D([], [], color="k", lw=1.5, label="claimed epsilon"),
+        Line2D([], [], marker="D", mfc="none", mec="k", ls="", label="exact loss"),
+    ]
+    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def _finite_or_inf(values) -> float | None:
+    """The largest known value (``inf`` counts), or None where none is known."""
+    known = [v for v in values if v is not None]
+    return max(known) if known else None

@@ -340,10 +340,19 @@ class DeltaAuditResult(Record):
         )
 
     def summary(self) -> str:
-        """One line: the cell and its delta bounds, as a grid run reports it."""
-        return (
+        """One line: the cell and its bounds (on delta; on epsilon where the claim
+        is pure), as a grid run reports it."""
+        head = (
             f"{self.mechanism:>9} eps={self.epsilon:<5g} d={self.dim:<5} "
-            f"{self.pair:>8} {self.attack:>7}: delta claimed "
-            f"{self.delta_claimed:.3g}, lower {self.delta_lower:.3g}, estimate "
-            f"{self.delta_estimate:.3g}{'  VIOLATED' if self.violated else ''}"
+            f"{self.pair:>8} {self.attack:>7}: "
+        )
+        flag = "  VIOLATED" if self.violated else ""
+        if self.delta_claimed == 0 and self.epsilon_lower is not None:
+            exact = "?" if self.epsilon_exact is None else _fmt(self.epsilon_exact)
+            return (
+                f"{head}epsilon lower {_fmt(self.epsilon_lower)}, exact {exact}{flag}"
+            )
+        return (
+            f"{head}delta claimed {self.delta_claimed:.3g}, lower "
+            f"{self.delta_lower:.3g}, estimate {self.delta_estimate:.3g}{flag}"
         )

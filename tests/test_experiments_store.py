@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mcdp.experiments import GRIDS, E4Spec, GridSpec, run_grid
+from mcdp.experiments import GRIDS, E4Spec, GridSpec, SuiteSpec, run_grid
 
 DATA = Path(__file__).parent / "data"
 ACL_FILE = DATA / "acl2022_grid_57f0888.json"
@@ -31,7 +31,7 @@ def _same(stored: dict, recomputed: dict) -> bool:
 
 
 def test_the_registry_names_every_grid():
-    assert GRIDS == {"acl2022": GridSpec, "trlaplace": E4Spec}
+    assert GRIDS == {"acl2022": GridSpec, "trlaplace": E4Spec, "benchmarks": SuiteSpec}
 
 
 @pytest.mark.parametrize(

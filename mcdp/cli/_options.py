@@ -108,11 +108,9 @@ def pair_arg(text: str):
     return pair.astype(np.float64)
 
 
-def e4_pair(text: str) -> str:
-    """A pair of the TrLaplace grid (its module is imported only when needed)."""
-    from mcdp.experiments.trlaplace import E4_PAIRS
-
-    return _validate.one_of("--pairs", text, E4_PAIRS)
+def pair_name(text: str) -> str:
+    """The name of a pair (:data:`mcdp.pairs.PAIRS`); a grid checks which it takes."""
+    return _validate.one_of("--pairs", text, PAIRS)
 
 
 def figure(text: str) -> str:

@@ -45,6 +45,12 @@ def add_parser(subparsers) -> None:
         default=100_000,
         help="draws per input and cell of the TrLaplace audit (1e5)",
     )
+    f.add_argument(
+        "--suite-draws",
+        type=typed(count("--suite-draws")),
+        default=100_000,
+        help="draws per input and cell of the benchmark suite (1e5)",
+    )
     add_common_options(f)
 
 
@@ -57,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         draws=args.draws,
         pairs=args.pairs,
         e4_draws=args.e4_draws,
+        suite_draws=args.suite_draws,
         seed=args.seed,
         confidence=args.confidence,
         dtype=args.dtype,

@@ -15,9 +15,9 @@ from mcdp.cli._options import (
     add_prng_option,
     comma_list,
     count,
-    e4_pair,
     integer,
     one_of,
+    pair_name,
     positive,
     typed,
 )
@@ -59,9 +59,10 @@ def add_parser(subparsers) -> None:
     )
     g.add_argument(
         "--pairs",
-        type=typed(comma_list(e4_pair)),
+        type=typed(comma_list(pair_name)),
         default=None,
-        help="trlaplace only: axis, diagonal (default both)",
+        help="trlaplace: axis, diagonal (default both); benchmarks: a subset of "
+        "each case's pairs (default all)",
     )
     add_common_options(g)
     add_prng_option(g)

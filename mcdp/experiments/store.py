@@ -123,7 +123,8 @@ class Grid:
 
     def validated(self) -> Grid:
         """Checks the shared fields; raises a one-line :class:`ValueError`."""
-        if not all(getattr(self, name) for name in self.COORDINATES):
+        given = (getattr(self, name) for name in self.COORDINATES)
+        if not all(value for value in given if value is not None):  # None: default
             raise ValueError(self.EMPTY)
         return dataclasses.replace(
             self,

@@ -1,0 +1,106 @@
+"""The benchmark suite of the auditing literature, audited with the learned attack.
+
+StatDP (Ding et al., CCS 2018), DP-Sniper (Bichsel et al., S&P 2021) and
+Delta-Siege (Lokna et al., CCS 2023) evaluate on the mechanisms of
+:data:`mcdp.mechanisms.suite.SUITE`; this grid audits each at its claim on each of
+its named pairs (:mod:`mcdp.pairs`), pure epsilon (delta 0), by default with the
+learned attack. The file is keyed ``mechanism → pair → attack``, each cell a
+:class:`~mcdp.records.DeltaAuditResult` as a dict with its ``epsilon_lower``
+beside the mechanism's ``epsilon_exact`` where known.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from functools import partial
+from typing import Any, ClassVar
+
+from mcdp import _validate
+from mcdp.attacks import ATTACKS, learned_attack
+from mcdp.auditing import audit_delta_iter
+from mcdp.experiments.store import Cell, Grid
+from mcdp.mechanisms.suite import SUITE
+from mcdp.records import DeltaAuditResult
+
+EXPERIMENT = "benchmarks"
+TRAIN_DRAWS = 100_000
+SELECT_DRAWS = 100_000
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SuiteSpec(Grid):
+    """The cases of the suite (all by default), their pairs (each case's own; a
+    given list keeps those of each case that are in it) and the attacks."""
+
+    EXPERIMENT: ClassVar[str] = EXPERIMENT
+    RECORD: ClassVar[type[DeltaAuditResult]] = DeltaAuditResult
+    COORDINATES: ClassVar[tuple[str, ...]] = ("mechanisms", "pairs")
+    EMPTY: ClassVar[str] = "Expected at least one mechanism of the suite."
+    DEPTH: ClassVar[int] = 3
+    RECORD_NAME: ClassVar[str] = "(epsilon, delta) audit"
+
+    mechanisms: Sequence[str] = tuple(SUITE)
+    pairs: Sequence[str] | None = None
+    attacks: Sequence[str] = ("learned",)
+    train_draws: int = TRAIN_DRAWS
+    select_draws: int = SELECT_DRAWS
+
+    def validated(self) -> SuiteSpec:
+        for name in self.mechanisms:
+            _validate.one_of("mechanisms", name, SUITE)
+        for attack in self.attacks:
+            _validate.one_of("attacks", attack, ATTACKS)
+        return dataclasses.replace(
+            super().validated(),
+            pairs=None if self.pairs is None else tuple(self.pairs),
+            attacks=tuple(self.attacks),
+            train_draws=_validate.integer(
+                "train_draws", self.train_draws, low=2, high=_validate.MAX_DRAWS
+            ),
+            select_draws=_validate.integer(
+                "select_draws", self.select_draws, low=2, high=_validate.MAX_DRAWS
+            ),
+        )
+
+    def meta(self) -> dict[str, Any]:
+        return super().meta() | {
+            "train_draws": self.train_draws,
+            "select_draws": self.select_draws,
+        }
+
+    def cells(self) -> list[Cell]:
+        learned = learned_attack(
+            train_draws=self.train_draws, select_draws=self.select_draws
+        )
+        run = partial(
+            audit_delta_iter,
+            seed=self.seed,
+            confidence=self.confidence,
+            dtype=self.dtype,
+            prng=self.prng,
+        )
+        cells = []
+        for name in self.mechanisms:
+            case = SUITE[name]
+            pairs = [p for p in case.pairs if self.pairs is None or p in self.pairs]
+            for pair in pairs:
+                for attack in self.attacks:
+                    cells.append(
+                        Cell(
+                            path=(name, pair, attack),
+                            weight=case.dim,
+                            label=f"{name} {pair} {attack}",
+                            run=partial(
+                                run,
+                                name,
+                                case.epsilon,
+                                0.0,
+                                case.dim,
+                                self.draws,
+                                pair=pair,
+                                attack=learned if attack == "learned" else attack,
+                            ),  # fmt: skip
+                        )
+                    )
+        return cells
