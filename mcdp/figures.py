@@ -153,7 +153,7 @@ def make_figures(
             fig = plotting.suite_table(data)
             written += _save(fig, s.out_dir, "benchmarks-suite", data)
         if "benchmarks-tradeoff" in suite:
-            records = [_strongest(data[name]) for name in TRADEOFF_CASES]
+            records = [plotting.strongest_cell(data[n]) for n in TRADEOFF_CASES]
             fig = plotting.tradeoff(records)
             written += _save(fig, s.out_dir, "benchmarks-tradeoff", records)
         log(f"benchmarks: {time.perf_counter() - start:.1f} s")
@@ -172,12 +172,6 @@ def _suite_grid(s: FigureSettings, progress: bool, log) -> dict[str, Any]:
         draws=s.suite_draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype
     )
     return run_grid(spec, cache, progress=progress)
-
-
-def _strongest(by_pair: dict[str, Any]) -> dict[str, Any]:
-    """The cell of a suite case with the largest lower bound over its pairs."""
-    cells = [c for by_attack in by_pair.values() for c in by_attack.values()]
-    return max(cells, key=lambda c: c.get("epsilon_lower") or 0.0)
 
 
 def _settings_json(s: FigureSettings) -> dict[str, Any]:

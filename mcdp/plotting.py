@@ -479,7 +479,7 @@ def tradeoff(records: Sequence[Mapping[str, Any]]) -> Figure:
 
 def suite_table(grid: Mapping[str, Any]) -> Figure:
     """The benchmark suite as a table: per mechanism, the claimed epsilon, the
-    largest lower bound over its pairs, and the exact loss of its worst pair.
+    largest lower bound over its pairs, and the exact loss of that pair.
 
     ``grid`` is a ``mcdp grid benchmarks`` file (``mechanism → pair → attack``).
     Bars are the lower bounds (log scale; a bound of 0 is a stub at the left edge),
@@ -491,9 +491,8 @@ def suite_table(grid: Mapping[str, Any]) -> Figure:
     for name, by_pair in grid.items():
         if name.startswith("_"):
             continue
-        cells = [c for by_attack in by_pair.values() for c in by_attack.values()]
-        best = max(cells, key=lambda c: c.get("epsilon_lower") or 0.0)
-        exact = _finite_or_inf([c.get("epsilon_exact") for c in cells])
+        best = strongest_cell(by_pair)
+        exact = best.get("epsilon_exact")
         rows.append((name, best, exact))
     fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 1.4))
     floor, ceiling = 1e-3, 1e3
@@ -529,7 +528,8 @@ def suite_table(grid: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def _finite_or_inf(values) -> float | None:
-    """The largest known value (``inf`` counts), or None where none is known."""
-    known = [v for v in values if v is not None]
-    return max(known) if known else None
+def strongest_cell(by_pair: Mapping[str, Any]) -> dict[str, Any]:
+    """The cell of a suite case (``pair → attack → cell``) with the largest
+    ``epsilon_lower``."""
+    cells = [c for by_attack in by_pair.values() for c in by_attack.values()]
+    return max(cells, key=lambda c: c.get("epsilon_lower") or 0.0)
