@@ -366,6 +366,9 @@ def draws_for_target(
     epsilon = _validate.positive("epsilon", epsilon)
     dim = _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM)
     confidence = _validate.open_unit("confidence", confidence)
+    if get_attack(attack) != MAJORITY_VOTE:
+        _mechanism(mechanism)  # a known one, or a one-line error
+        return None  # exact probabilities are the majority vote's only
     check = _sanity_check(
         mechanism, epsilon, dim, seed=0, nan_policy=nan_policy, params=params,
         attack=attack, dtype="float64", prng=PRNG_IMPL, draws=MAX_DRAWS,
