@@ -47,6 +47,11 @@ def integer(name: str, value: object, *, low: int, high: int | None = None) -> i
     raise ValueError(f"Expected {name} to be {bound}, got {value!r}.")
 
 
+def draws_or_none(name: str, value: object) -> int | None:
+    """A sample size of at least 2 draws, or ``None`` for a default chosen later."""
+    return None if value is None else integer(name, value, low=2, high=MAX_DRAWS)
+
+
 def parse_count(name: str, text: str) -> int | float:
     """Parses ``"1e8"``, ``"100000000"`` or ``"1_000_000"``; the range check is left
     to :func:`integer`."""

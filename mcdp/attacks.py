@@ -252,14 +252,37 @@ LIKELIHOOD_RATIO = Attack("lr", 0, _unprepared, prepare=_prepare_lr)
 
 # --- the learned attack -----------------------------------------------------------
 
-TRAIN_DRAWS = 100_000  # per input, the first sample
-SELECT_DRAWS = 100_000  # per input, the second sample
+# The sample sizes per input that follow the counted sample's, ``draws``, unless set:
+# training on draws / TRAIN_SHARE, selection on draws / SELECT_SHARE, each within
+# [MIN_DRAWS, its cap]. Selection sees the events that the final sample can bound
+# (an event needs a few counts in it); training past 1e6 gains little for the models
+# here, and minibatches keep its cost flat.
+TRAIN_SHARE, SELECT_SHARE = 100, 10
+MIN_DRAWS = 100_000
+TRAIN_CAP = 1_000_000
+SELECT_CAP = 1 << 24  # ~1.7e7, DP-Sniper's order; the scores of both inputs on the host
 MAX_EVENTS = 3  # thresholds carried into the counted sample
 
 
+def learned_sizes(
+    draws: int, train_draws: int | None = None, select_draws: int | None = None
+) -> tuple[int, int]:
+    """The training and selection sample sizes per input for a counted sample of
+    ``draws`` per input: the given ones, else ``draws / 100`` and ``draws / 10``
+    within ``[1e5, 1e6]`` and ``[1e5, 2^24]``."""
+
+    def scaled(share: int, cap: int) -> int:
+        return int(min(cap, max(MIN_DRAWS, draws // share)))
+
+    return (
+        scaled(TRAIN_SHARE, TRAIN_CAP) if train_draws is None else train_draws,
+        scaled(SELECT_SHARE, SELECT_CAP) if select_draws is None else select_draws,
+    )
+
+
 class LearnedSettings(NamedTuple):
-    train_draws: int = TRAIN_DRAWS
-    select_draws: int = SELECT_DRAWS
+    train_draws: int | None = None  # None: from the counted sample's size
+    select_draws: int | None = None
     model: str = "logistic"
     max_events: int = MAX_EVENTS
 
@@ -292,11 +315,14 @@ def _prepare_learned(
     mech, pair, params, dtype = (
         context.mechanism, context.pair, context.params, context.dtype,
     )  # fmt: skip
-    outputs = draw(key_train, mech, pair, params, settings.train_draws, dtype=dtype)
+    train_draws, select_draws = learned_sizes(
+        context.draws, settings.train_draws, settings.select_draws
+    )
+    outputs = draw(key_train, mech, pair, params, train_draws, dtype=dtype)
     with jax.enable_x64(dtype == "float64"):
         scorer = learning.fit(key_init, outputs[0], outputs[1], model=settings.model)
     scores = draw(
-        key_select, mech, pair, params, settings.select_draws, dtype=dtype,
+        key_select, mech, pair, params, select_draws, dtype=dtype,
         transform=learning.SCORES[settings.model], aux=scorer,
     )  # fmt: skip
     selection = learning.select_thresholds(
@@ -316,8 +342,8 @@ def _prepare_learned(
 
 def learned_attack(
     *,
-    train_draws: int = TRAIN_DRAWS,
-    select_draws: int = SELECT_DRAWS,
+    train_draws: int | None = None,
+    select_draws: int | None = None,
     model: str = "logistic",
     max_events: int = MAX_EVENTS,
 ) -> Attack:
@@ -325,20 +351,18 @@ def learned_attack(
     has the defaults).
 
     Args:
-      train_draws: draws per input of the training sample.
-      select_draws: draws per input of the selection sample.
+      train_draws: draws per input of the training sample; by default 1/100 of the
+        counted sample's, within [1e5, 1e6] (:func:`learned_sizes`).
+      select_draws: draws per input of the selection sample; by default 1/10 of the
+        counted sample's, within [1e5, 2^24].
       model: ``"logistic"`` (logistic regression on the outputs and their squares)
         or ``"mlp"`` (one hidden layer on the same features).
       max_events: thresholds of the score carried into the counted sample; each
         costs its share of the Bonferroni correction.
     """
     settings = LearnedSettings(
-        train_draws=_validate.integer(
-            "train_draws", train_draws, low=2, high=_validate.MAX_DRAWS
-        ),
-        select_draws=_validate.integer(
-            "select_draws", select_draws, low=2, high=_validate.MAX_DRAWS
-        ),
+        train_draws=_validate.draws_or_none("train_draws", train_draws),
+        select_draws=_validate.draws_or_none("select_draws", select_draws),
         model=_validate.one_of("model", model, learning.MODELS),
         max_events=_validate.integer("max_events", max_events, low=1, high=64),
     )

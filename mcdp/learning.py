@@ -5,9 +5,10 @@ needs three independent samples of the mechanism's outputs under both inputs:
 
 1. on the first, :func:`fit` trains a scorer :math:`s(y)` that separates outputs of
    :math:`x` (label 1) from outputs of :math:`x'` (label 0): logistic regression on
-   the features :math:`(y, y^2)` of every output coordinate, or a small MLP on
-   them, with optax. At its optimum the logit approximates the log-likelihood ratio,
-   whose upper sets are the Neyman–Pearson optimal events;
+   the features of every output coordinate (:func:`features`: its value and square,
+   and an indicator of each value that the coordinate takes often, its *atoms*), or
+   a small MLP on them, with optax. At its optimum the logit approximates the
+   log-likelihood ratio, whose upper sets are the Neyman–Pearson optimal events;
 2. on the second, :func:`select_thresholds` chooses a few thresholds :math:`t` of the
    score, those whose events :math:`\{s \ge t\}` and :math:`\{s < t\}` promise the
    best lower bound on the final sample's size and confidence;
@@ -36,38 +37,83 @@ from mcdp.statistics import clopper_pearson_arrays
 
 MODELS = ("logistic", "mlp")
 HIDDEN = 32  # the MLP's hidden units
-STEPS = 400  # full-batch optimiser steps
+STEPS = 400  # optimiser steps
+BATCH = 1 << 16  # outputs per step: the whole sample up to this size, else a minibatch
+SHUFFLE_SEED = 0  # the fixed shuffle of a sample larger than a batch
 LEARNING_RATE = 0.05
 
 
-def features(y: Array) -> Array:
-    r"""Per output row, :math:`(y_1, \dots, y_k, y_1^2, \dots, y_k^2)`; NaN becomes 0
-    and gets an indicator, so that a NaN output is a feature of its own."""
+MAX_ATOMS = 16  # atoms per output coordinate, the most frequent
+ATOM_SHARE = 1e-3  # an atom holds at least this share of the training outputs
+ATOM_COUNT = 10  # and at least this many of them
+
+
+def find_atoms(y: np.ndarray) -> np.ndarray:
+    r"""The values that each output coordinate takes often in ``y`` (shape
+    ``(n, ...)``): shape ``(k, A)`` for the ``k`` coordinates, NaN-padded.
+
+    Mechanisms mix discrete and continuous outputs (Sparse Vector's codes beside noisy
+    answers, an argmax index, a count): such a value has positive probability, a
+    point of a continuous output has none. A value is an atom of its coordinate when
+    at least :data:`ATOM_SHARE` of the outputs, and :data:`ATOM_COUNT` of them, take
+    it; up to :data:`MAX_ATOMS` per coordinate, the most frequent. ``A`` is 0 where
+    no coordinate has one, and the features are then those of continuous outputs.
+    """
+    y = np.asarray(y)
+    y = y.reshape(y.shape[0], -1)
+    least = max(ATOM_COUNT, ATOM_SHARE * y.shape[0])
+    per_coordinate = []
+    for column in y.T:
+        values, counts = np.unique(column[~np.isnan(column)], return_counts=True)
+        frequent = np.argsort(-counts, kind="stable")[:MAX_ATOMS]
+        frequent = frequent[counts[frequent] >= least]
+        per_coordinate.append(np.sort(values[frequent]))
+    width = max((len(a) for a in per_coordinate), default=0)
+    atoms = np.full((y.shape[1], width), np.nan, dtype=y.dtype)
+    for row, values in zip(atoms, per_coordinate, strict=True):
+        row[: len(values)] = values
+    return atoms
+
+
+def features(y: Array, atoms: Array | None = None) -> Array:
+    r"""Per output row: every coordinate's value and its square, 0 where the value is
+    one of the coordinate's ``atoms`` (:func:`find_atoms`) or NaN; an indicator of
+    NaN; and an indicator of each atom. Without atoms (continuous outputs) these are
+    :math:`(y_1, \dots, y_k, y_1^2, \dots, y_k^2)` and the NaN indicators."""
     y = jnp.reshape(y, (y.shape[0], -1))
     nan = jnp.isnan(y)
-    y = jnp.where(nan, 0.0, y)
-    return jnp.concatenate([y, y * y, nan.astype(y.dtype)], axis=-1)
+    if atoms is None or atoms.shape[-1] == 0:
+        y = jnp.where(nan, 0.0, y)
+        return jnp.concatenate([y, y * y, nan.astype(y.dtype)], axis=-1)
+    hits = y[:, :, None] == atoms[None, :, :]  # NaN padding never equals
+    value = jnp.where(nan | jnp.any(hits, axis=-1), 0.0, y)
+    indicators = hits.reshape(y.shape[0], -1).astype(y.dtype)
+    return jnp.concatenate(
+        [value, value * value, nan.astype(y.dtype), indicators], axis=-1
+    )
 
 
 class Scorer(NamedTuple):
-    """A trained scorer: standardisation, then a linear map or a one-hidden-layer
-    MLP. A pytree of arrays, so it travels into the compiled loop as data."""
+    """A trained scorer: the atoms of its features, standardisation, then a linear
+    map or a one-hidden-layer MLP. A pytree of arrays, so it travels into the
+    compiled loop as data."""
 
     mean: Array
     scale: Array
     weights: Any  # logistic: (w, b); mlp: (w1, b1, w2, b2)
+    atoms: Array  # (k, A), NaN-padded; A may be 0
 
 
 def score_logistic(y: Array, scorer: Scorer) -> Array:
     """The logit of logistic regression: high speaks for the first input."""
-    z = (features(y) - scorer.mean[None, :]) / scorer.scale[None, :]
+    z = (features(y, scorer.atoms) - scorer.mean[None, :]) / scorer.scale[None, :]
     w, b = scorer.weights
     return z @ w + b
 
 
 def score_mlp(y: Array, scorer: Scorer) -> Array:
     """The output of the MLP (tanh hidden layer): high speaks for the first input."""
-    z = (features(y) - scorer.mean[None, :]) / scorer.scale[None, :]
+    z = (features(y, scorer.atoms) - scorer.mean[None, :]) / scorer.scale[None, :]
     w1, b1, w2, b2 = scorer.weights
     return jnp.tanh(z @ w1 + b1[None, :]) @ w2 + b2
 
@@ -98,7 +144,9 @@ def fit(
 ) -> Scorer:
     """Trains a scorer that separates ``y_first`` (outputs of the first input, label
     1) from ``y_second`` (label 0) by the binary cross-entropy of its logit, with
-    Adam, full batch.
+    Adam: full batch up to :data:`BATCH` outputs, else minibatches of :data:`BATCH`
+    (consecutive rows of a fixed shuffle), so a step costs the same whatever the
+    sample's size.
 
     Args:
       key: for the MLP's initial weights (logistic regression starts at 0).
@@ -107,11 +155,17 @@ def fit(
       steps, learning_rate: Adam's.
     """
     dtype = jnp.result_type(float)
-    y = jnp.concatenate([jnp.asarray(y_first), jnp.asarray(y_second)]).astype(dtype)
-    labels = jnp.concatenate(
-        [jnp.ones(len(y_first), dtype), jnp.zeros(len(y_second), dtype)]
-    )
-    phi = features(y)
+    pooled = np.concatenate([np.asarray(y_first), np.asarray(y_second)])
+    labels = np.concatenate([np.ones(len(y_first)), np.zeros(len(y_second))])
+    rows = len(pooled)
+    if rows > BATCH:  # minibatches are consecutive rows of one fixed shuffle
+        order = np.random.default_rng(SHUFFLE_SEED).permutation(rows)
+        pooled, labels = pooled[order], labels[order]
+    batch = min(rows, BATCH)
+    atoms = jnp.asarray(find_atoms(pooled), dtype)
+    y = jnp.asarray(pooled, dtype)
+    labels = jnp.asarray(labels, dtype)
+    phi = features(y[:batch], atoms)  # one batch's worth: it only preconditions
     mean = jnp.mean(phi, axis=0)
     scale = jnp.std(phi, axis=0)
     scale = jnp.where(scale > 0, scale, 1.0)
@@ -119,25 +173,38 @@ def fit(
     rate = jnp.asarray(learning_rate, dtype)
     with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
         trained = _train(
-            y, labels, mean, scale, weights, rate, model=model, steps=steps
-        )
-    return Scorer(mean, scale, trained)
+            y, labels, mean, scale, weights, atoms, rate,
+            model=model, steps=steps, batch=batch,
+        )  # fmt: skip
+    return Scorer(mean, scale, trained, atoms)
 
 
-@partial(jax.jit, static_argnames=("model", "steps"))
-def _train(y, labels, mean, scale, weights, learning_rate, *, model, steps):
-    """``steps`` full-batch Adam steps on the cross-entropy; one compile per model,
-    sample shape and dtype."""
+@partial(jax.jit, static_argnames=("model", "steps", "batch"))
+def _train(
+    y, labels, mean, scale, weights, atoms, learning_rate, *, model, steps, batch
+):
+    """``steps`` Adam steps on the cross-entropy, full batch where ``batch`` is the
+    sample's size, else on its consecutive blocks of ``batch`` rows in turn; one
+    compile per model, sample shape and dtype."""
     score = SCORES[model]
     optimizer = optax.adam(learning_rate)
+    rows = y.shape[0]
+    blocks = rows // batch
 
-    def loss(weights):
-        logits = score(y, Scorer(mean, scale, weights))
+    def loss(weights, y, labels):
+        logits = score(y, Scorer(mean, scale, weights, atoms))
         return jnp.mean(optax.sigmoid_binary_cross_entropy(logits, labels))
 
-    def step(_, state):
+    def step(i, state):
         weights, opt_state = state
-        grads = jax.grad(loss)(weights)
+        if batch == rows:
+            grads = jax.grad(loss)(weights, y, labels)
+        else:
+            start = (i % blocks) * batch
+            some = jax.lax.dynamic_slice_in_dim(y, start, batch)
+            grads = jax.grad(loss)(
+                weights, some, jax.lax.dynamic_slice_in_dim(labels, start, batch)
+            )
         updates, opt_state = optimizer.update(grads, opt_state)
         return optax.apply_updates(weights, updates), opt_state
 

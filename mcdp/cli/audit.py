@@ -104,13 +104,15 @@ def add_parser(subparsers) -> None:
         "--train-draws",
         type=typed(count("--train-draws")),
         default=None,
-        help="draws per input that train the scorer (default 1e5)",
+        help="draws per input that train the scorer (default: --draws / 100, "
+        "within 1e5 to 1e6)",
     )
     learned.add_argument(
         "--select-draws",
         type=typed(count("--select-draws")),
         default=None,
-        help="draws per input that choose its events (default 1e5)",
+        help="draws per input that choose its events (default: --draws / 10, "
+        "within 1e5 to 2^24)",
     )
     learned.add_argument(
         "--model",

@@ -24,8 +24,6 @@ from mcdp.mechanisms.suite import SUITE
 from mcdp.records import DeltaAuditResult
 
 EXPERIMENT = "benchmarks"
-TRAIN_DRAWS = 100_000
-SELECT_DRAWS = 100_000
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -43,8 +41,8 @@ class SuiteSpec(Grid):
     mechanisms: Sequence[str] = tuple(SUITE)
     pairs: Sequence[str] | None = None
     attacks: Sequence[str] = ("learned",)
-    train_draws: int = TRAIN_DRAWS
-    select_draws: int = SELECT_DRAWS
+    train_draws: int | None = None  # None: the learned attack's own, from --draws
+    select_draws: int | None = None
 
     def validated(self) -> SuiteSpec:
         for name in self.mechanisms:
@@ -55,12 +53,8 @@ class SuiteSpec(Grid):
             super().validated(),
             pairs=None if self.pairs is None else tuple(self.pairs),
             attacks=tuple(self.attacks),
-            train_draws=_validate.integer(
-                "train_draws", self.train_draws, low=2, high=_validate.MAX_DRAWS
-            ),
-            select_draws=_validate.integer(
-                "select_draws", self.select_draws, low=2, high=_validate.MAX_DRAWS
-            ),
+            train_draws=_validate.draws_or_none("train_draws", self.train_draws),
+            select_draws=_validate.draws_or_none("select_draws", self.select_draws),
         )
 
     def meta(self) -> dict[str, Any]:

@@ -1,0 +1,77 @@
+"""The learned attack's features, training and sample sizes (mcdp.learning and
+mcdp.attacks.learned_sizes)."""
+
+import jax
+import numpy as np
+import pytest
+
+from mcdp import learning
+from mcdp.attacks import learned_sizes
+from mcdp.sampling import cell_key
+
+
+def _mixed(rng, n):
+    """Sparse Vector's svt3 shape: a code or a continuous value per coordinate."""
+    y = rng.laplace(size=(n, 3))
+    y[:, 0] = np.where(y[:, 0] < 0, -1000.0, y[:, 0])
+    y[:, 2] = rng.integers(0, 4, size=n)
+    return y
+
+
+def test_atoms_are_the_values_of_positive_probability():
+    y = _mixed(np.random.default_rng(0), 20_000)
+    atoms = learning.find_atoms(y)
+    assert atoms.shape == (3, 4)
+    np.testing.assert_array_equal(atoms[0, :1], [-1000.0])
+    assert np.isnan(atoms[0, 1:]).all()
+    assert np.isnan(atoms[1]).all()  # a continuous coordinate repeats no value
+    np.testing.assert_array_equal(atoms[2], [0.0, 1.0, 2.0, 3.0])
+
+
+def test_continuous_outputs_have_no_atoms_and_the_plain_features():
+    y = np.random.default_rng(1).laplace(size=(5000, 2))
+    y[0, 1] = np.nan
+    atoms = learning.find_atoms(y)
+    assert atoms.shape == (2, 0)
+    with jax.enable_x64(True):
+        phi = np.asarray(learning.features(y, atoms))
+    clean = np.where(np.isnan(y), 0.0, y)
+    expected = np.concatenate([clean, clean**2, np.isnan(y)], axis=1)
+    np.testing.assert_array_equal(phi, expected)
+
+
+def test_atom_features_mask_the_value_and_flag_the_atom():
+    y = np.array([[-1000.0, 0.5], [2.0, 0.5], [np.nan, 3.0]])
+    atoms = np.array([[-1000.0, np.nan], [0.5, np.nan]])
+    with jax.enable_x64(True):
+        phi = np.asarray(learning.features(y, atoms))
+    value = [[0.0, 0.0], [2.0, 0.0], [0.0, 3.0]]
+    nan = [[0, 0], [0, 0], [1, 0]]
+    hits = [[1, 0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 0]]
+    expected = np.concatenate([value, np.square(value), nan, hits], axis=1)
+    np.testing.assert_array_equal(phi, expected)
+
+
+@pytest.mark.parametrize("rows", [3000, 2 * learning.BATCH + 5])
+def test_fit_separates_a_shift_in_full_batch_and_minibatches(rows):
+    """Logistic regression on Lap(1) against Lap(1) + 1: the optimal logit is the
+    log-likelihood ratio |y| - |y - 1|, increasing in y, so the fitted score must
+    rank the means of the two samples' scores (first above second) by far."""
+    rng = np.random.default_rng(2)
+    first = rng.laplace(size=(rows // 2, 1)) + 1.0
+    second = rng.laplace(size=(rows // 2, 1))
+    with jax.enable_x64(True):
+        scorer = learning.fit(cell_key(0, "fit"), first, second)
+        s1 = np.asarray(learning.score_logistic(first, scorer))
+        s2 = np.asarray(learning.score_logistic(second, scorer))
+    # the scores' means differ by several standard errors of their difference
+    gap = s1.mean() - s2.mean()
+    error = np.sqrt(s1.var() / len(s1) + s2.var() / len(s2))
+    assert gap > 10 * error
+
+
+def test_sample_sizes_follow_the_counted_draws_within_their_range():
+    assert learned_sizes(10_000) == (100_000, 100_000)
+    assert learned_sizes(10**7) == (100_000, 10**6)
+    assert learned_sizes(2 * 10**8) == (10**6, 1 << 24)
+    assert learned_sizes(10**8, 5000, 7000) == (5000, 7000)
