@@ -49,6 +49,53 @@ def features(y: Array) -> Array:
     return jnp.concatenate([y, y * y, nan.astype(y.dtype)], axis=-1)
 
 
+BITS = 8  # low mantissa bits per coordinate in the "bits" features
+FEATURE_SETS = ("moments", "bits")
+
+
+def float_bits(y: Array) -> tuple[Array, Array, Array]:
+    r"""The binary layout of float outputs, per coordinate: ``(top, precision,
+    mantissa)``. ``top`` is the sign and exponent field (the *binade*: 4096 values
+    in float64, 512 in float32), ``precision`` the number of significant mantissa
+    bits, :math:`m - \mathrm{ctz}(	ext{mantissa})` (0 for a power of two or zero),
+    so a value :math:`v` lies on the grid :math:`2^{e - p}` of its binade and on no
+    finer one, and ``mantissa`` the raw mantissa field. Exact integer arithmetic;
+    float64 needs x64 (as the float64 runs have).
+    """
+    info = jnp.finfo(y.dtype)
+    nmant = int(info.nmant)
+    uint = jnp.uint64 if info.bits == 64 else jnp.uint32
+    bits = jax.lax.bitcast_convert_type(y, uint)
+    mantissa = bits & uint((1 << nmant) - 1)
+    lowest = mantissa & (~mantissa + uint(1))  # the lowest set bit; 0 for 0
+    trailing = jax.lax.population_count(lowest - uint(1)).astype(jnp.int32)
+    precision = nmant - jnp.minimum(trailing, nmant)
+    return (bits >> uint(nmant)).astype(jnp.int32), precision, mantissa
+
+
+def bit_features(y: Array) -> Array:
+    r""":func:`features` and, per output coordinate, its number of significant
+    mantissa bits (over the mantissa's width) and its :data:`BITS` lowest mantissa
+    bits as 0/1: what a float sampler's rounding leaves in the outputs (Mironov
+    2012), where the moments see nothing."""
+    y = jnp.reshape(y, (y.shape[0], -1))
+    _, precision, mantissa = float_bits(y)
+    nmant = jnp.finfo(y.dtype).nmant
+    shifts = jnp.arange(BITS, dtype=mantissa.dtype)
+    low = (mantissa[..., None] >> shifts) & jnp.ones((), mantissa.dtype)
+    return jnp.concatenate(
+        [
+            features(y),
+            precision.astype(y.dtype) / nmant,
+            low.reshape(y.shape[0], -1).astype(y.dtype),
+        ],
+        axis=-1,
+    )
+
+
+FEATURES = {"moments": features, "bits": bit_features}
+
+
 class Scorer(NamedTuple):
     """A trained scorer: standardisation, then a linear map or a one-hidden-layer
     MLP. A pytree of arrays, so it travels into the compiled loop as data."""
@@ -58,21 +105,29 @@ class Scorer(NamedTuple):
     weights: Any  # logistic: (w, b); mlp: (w1, b1, w2, b2)
 
 
-def score_logistic(y: Array, scorer: Scorer) -> Array:
+def score_logistic(y: Array, scorer: Scorer, featurize=features) -> Array:
     """The logit of logistic regression: high speaks for the first input."""
-    z = (features(y) - scorer.mean[None, :]) / scorer.scale[None, :]
+    z = (featurize(y) - scorer.mean[None, :]) / scorer.scale[None, :]
     w, b = scorer.weights
     return z @ w + b
 
 
-def score_mlp(y: Array, scorer: Scorer) -> Array:
+def score_mlp(y: Array, scorer: Scorer, featurize=features) -> Array:
     """The output of the MLP (tanh hidden layer): high speaks for the first input."""
-    z = (features(y) - scorer.mean[None, :]) / scorer.scale[None, :]
+    z = (featurize(y) - scorer.mean[None, :]) / scorer.scale[None, :]
     w1, b1, w2, b2 = scorer.weights
     return jnp.tanh(z @ w1 + b1[None, :]) @ w2 + b2
 
 
 SCORES = {"logistic": score_logistic, "mlp": score_mlp}
+# the scores of each feature set: module-level functions, static arguments of jit
+SCORES_BY_FEATURES = {
+    "moments": SCORES,
+    "bits": {
+        "logistic": partial(score_logistic, featurize=bit_features),
+        "mlp": partial(score_mlp, featurize=bit_features),
+    },
+}
 
 
 def _init(key: PRNGKey, model: str, width: int, dtype) -> Any:
@@ -95,6 +150,7 @@ def fit(
     model: str = "logistic",
     steps: int = STEPS,
     learning_rate: float = LEARNING_RATE,
+    feature_set: str = "moments",
 ) -> Scorer:
     """Trains a scorer that separates ``y_first`` (outputs of the first input, label
     1) from ``y_second`` (label 0) by the binary cross-entropy of its logit, with
@@ -105,13 +161,15 @@ def fit(
       y_first, y_second: outputs, shape ``(n, ...)`` each.
       model: ``"logistic"`` or ``"mlp"``.
       steps, learning_rate: Adam's.
+      feature_set: ``"moments"`` (:func:`features`) or ``"bits"``
+        (:func:`bit_features`).
     """
     dtype = jnp.result_type(float)
     y = jnp.concatenate([jnp.asarray(y_first), jnp.asarray(y_second)]).astype(dtype)
     labels = jnp.concatenate(
         [jnp.ones(len(y_first), dtype), jnp.zeros(len(y_second), dtype)]
     )
-    phi = features(y)
+    phi = FEATURES[feature_set](y)
     mean = jnp.mean(phi, axis=0)
     scale = jnp.std(phi, axis=0)
     scale = jnp.where(scale > 0, scale, 1.0)
@@ -119,16 +177,20 @@ def fit(
     rate = jnp.asarray(learning_rate, dtype)
     with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
         trained = _train(
-            y, labels, mean, scale, weights, rate, model=model, steps=steps
-        )
+            y, labels, mean, scale, weights, rate, model=model, steps=steps,
+            feature_set=feature_set,
+        )  # fmt: skip
     return Scorer(mean, scale, trained)
 
 
-@partial(jax.jit, static_argnames=("model", "steps"))
-def _train(y, labels, mean, scale, weights, learning_rate, *, model, steps):
+@partial(jax.jit, static_argnames=("model", "steps", "feature_set"))
+def _train(
+    y, labels, mean, scale, weights, learning_rate, *, model, steps,
+    feature_set="moments",
+):  # fmt: skip
     """``steps`` full-batch Adam steps on the cross-entropy; one compile per model,
     sample shape and dtype."""
-    score = SCORES[model]
+    score = SCORES_BY_FEATURES[feature_set][model]
     optimizer = optax.adam(learning_rate)
 
     def loss(weights):
