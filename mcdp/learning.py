@@ -82,7 +82,7 @@ def bit_features(y: Array) -> Array:
     _, precision, mantissa = float_bits(y)
     nmant = jnp.finfo(y.dtype).nmant
     shifts = jnp.arange(BITS, dtype=mantissa.dtype)
-    low = (mantissa[..., None] >> shifts) & jnp.ones((), mantissa.dtype)
+    low = (mantissa[..., None] >> shifts[None, None, :]) & jnp.ones((), mantissa.dtype)
     return jnp.concatenate(
         [
             features(y),
