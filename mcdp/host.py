@@ -172,8 +172,8 @@ def _task(
     """Host blocks ``first .. first + count - 1`` of input ``i``: an array of shape
     ``(count * HOST_BLOCK_DRAWS, width)`` in ``dtype``. Runs in a worker too."""
     n = HOST_BLOCK_DRAWS
-    parts = []
-    for h in range(first, first + count):
+    result = None
+    for k, h in enumerate(range(first, first + count)):
         out = np.asarray(fn(block_generator(words, i, h), x.copy(), n))
         if out.ndim == 0 or out.shape[0] != n:
             raise ValueError(
@@ -185,8 +185,16 @@ def _task(
                 f"Expected fn of mechanism {name!r} to return real numbers, got "
                 f"dtype {out.dtype}."
             )
-        parts.append(out.reshape(n, -1).astype(dtype, copy=False))
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+        out = out.reshape(n, -1)
+        if result is None:  # one buffer, filled block by block: one copy
+            result = np.empty((count * n, out.shape[1]), dtype=dtype)
+        elif out.shape[1] != result.shape[1]:
+            raise ValueError(
+                f"Expected fn of mechanism {name!r} to return {result.shape[1]} "
+                f"values per output every time, got {out.shape[1]}."
+            )
+        result[k * n : (k + 1) * n] = out
+    return result
 
 
 _POOLS: dict[tuple[Any, int], concurrent.futures.Executor] = {}
@@ -285,35 +293,30 @@ def _per_task(dim: int, first: int, stop: int) -> int:
     return min(per_task, 1 << (needed - 1).bit_length())
 
 
-def _stack(outputs: list[np.ndarray], rows: int, width: int | None, name: str):
-    """The inputs' outputs as one ``(num_inputs, rows, width)`` array, padded with
-    zeros to ``rows``; every chunk must have the first chunk's width."""
-    width = outputs[0].shape[1] if width is None else width
-    for out in outputs:
-        if out.shape[1] != width:
-            raise ValueError(
-                f"Expected fn of mechanism {name!r} to return {width} values per "
-                f"output every time, got {out.shape[1]}."
-            )
-    stacked = np.zeros((len(outputs), rows, width), dtype=outputs[0].dtype)
-    for i, out in enumerate(outputs):
-        stacked[i, : len(out)] = out
-    return stacked, width
+def _rows(out: np.ndarray, rows: int, width: int | None, name: str):
+    """One input's outputs padded with zeros to ``rows`` (the last chunk of a run:
+    one shape per run, so one compile); every chunk must have the first one's
+    width."""
+    width = out.shape[1] if width is None else width
+    if out.shape[1] != width:
+        raise ValueError(
+            f"Expected fn of mechanism {name!r} to return {width} values per "
+            f"output every time, got {out.shape[1]}."
+        )
+    if len(out) < rows:
+        out = np.concatenate([out, np.zeros((rows - len(out), width), out.dtype)])
+    return out, width
 
 
 @partial(jax.jit, static_argnames=("guess", "num_outcomes"))
 def _count_rows(y, low, high, aux, *, guess, num_outcomes):
-    """Counts of each outcome of ``guess`` over the rows ``low <= r < high`` of
-    every input's outputs ``y[i]``: int32 of shape ``(num_inputs, num_outcomes)``."""
-    rows = jnp.arange(y.shape[1], dtype=jnp.int32)
+    """Counts of each outcome of ``guess`` over the rows ``low <= r < high`` of one
+    input's outputs ``y``: int32 of shape ``(num_outcomes,)``."""
+    rows = jnp.arange(y.shape[0], dtype=jnp.int32)
     valid = (rows >= low) & (rows < high)
     outcomes = jnp.arange(num_outcomes, dtype=jnp.int32)
-
-    def per_input(y_i):
-        hits = (guess(y_i, aux)[:, None] == outcomes[None, :]) & valid[:, None]
-        return jnp.sum(hits, axis=0, dtype=jnp.int32)
-
-    return jax.vmap(per_input)(y)
+    hits = (guess(y, aux)[:, None] == outcomes[None, :]) & valid[:, None]
+    return jnp.sum(hits, axis=0, dtype=jnp.int32)
 
 
 def iter_host_counts(
@@ -342,16 +345,24 @@ def iter_host_counts(
     for start, count, outputs in _blocks(
         mechanism, key, xs, first, stop, per_task, dtype
     ):
-        y, width = _stack(outputs, per_task * n, width, mechanism.name)
         offset = start * n
-        low = max(first_draw - offset, 0)
-        high = min(num_draws - offset, count * n)
+        low = jnp.int32(max(first_draw - offset, 0))
+        high = jnp.int32(min(num_draws - offset, count * n))
         with jax.enable_x64(x64):
-            counts = _count_rows(
-                y, jnp.int32(low), jnp.int32(high), aux_d,
-                guess=attack.guess, num_outcomes=attack.num_outcomes,
-            )  # fmt: skip
-            totals = totals + np.asarray(counts, dtype=np.int64)
+            counts = []  # dispatched asynchronously, collected once
+            for out in outputs:
+                y, width = _rows(out, per_task * n, width, mechanism.name)
+                counts.append(
+                    _count_rows(
+                        y,
+                        low,
+                        high,
+                        aux_d,
+                        guess=attack.guess,
+                        num_outcomes=attack.num_outcomes,
+                    )  # fmt: skip
+                )
+            totals = totals + np.asarray(jnp.stack(counts), dtype=np.int64)
         yield Progress(min(offset + count * n, num_draws), totals.copy())
 
 
@@ -368,8 +379,8 @@ def _device_aux(aux: Any, dtype: str) -> Any:
 
 @partial(jax.jit, static_argnames=("transform",))
 def _transform_rows(y, aux, *, transform):
-    """``transform(y[i], aux)`` of every input's outputs."""
-    return jax.vmap(lambda y_i: transform(y_i, aux))(y)
+    """``transform(y, aux)`` of one input's outputs."""
+    return transform(y, aux)
 
 
 def host_draw(
@@ -395,10 +406,10 @@ def host_draw(
         aux_d = _device_aux(aux, dtype)
     width = None
     for _, count, outputs in _blocks(mechanism, key, xs, 0, stop, per_task, dtype):
-        y, width = _stack(outputs, per_task * n, width, mechanism.name)
-        if transform is not identity:  # padded to one shape: one compile
-            with jax.enable_x64(x64):
-                y = np.asarray(_transform_rows(y, aux_d, transform=transform))
-        for i in range(len(xs)):
-            parts[i].append(y[i, : count * n])
+        for i, out in enumerate(outputs):
+            y, width = _rows(out, per_task * n, width, mechanism.name)
+            if transform is not identity:  # padded to one shape: one compile
+                with jax.enable_x64(x64):
+                    y = np.asarray(_transform_rows(y, aux_d, transform=transform))
+            parts[i].append(y[: count * n])
     return np.stack([np.concatenate(p)[:num_draws] for p in parts])
