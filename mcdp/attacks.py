@@ -24,7 +24,9 @@ Registered attacks (``ATTACKS``, :func:`get_attack`):
 * ``lr``: the exact privacy loss :math:`\ln p(y|x) - \ln p(y|x')` binned at
   thresholds fixed in advance, for mechanisms with a declared density;
 * ``learned``: a scorer trained on one sample and thresholds chosen on a second
-  (:mod:`mcdp.learning`), for any mechanism, density or not.
+  (:mod:`mcdp.learning`), for any mechanism, density or not;
+* ``float-support``: an output on a finer float grid than any that one input
+  produced on a training sample (:func:`float_support_attack`).
 """
 
 from __future__ import annotations
@@ -285,6 +287,7 @@ class LearnedSettings(NamedTuple):
     select_draws: int | None = None
     model: str = "logistic"
     max_events: int = MAX_EVENTS
+    features: str = "moments"
 
 
 def _learned_guess_logistic(y, aux):
@@ -300,6 +303,19 @@ def _learned_guess_mlp(y, aux):
 
 
 _LEARNED_GUESSES = {"logistic": _learned_guess_logistic, "mlp": _learned_guess_mlp}
+
+
+def _learned_guess_bits(y, aux, *, score):
+    scorer, thresholds = aux
+    return jnp.searchsorted(thresholds, score(y, scorer), side="right").astype(
+        jnp.int32
+    )
+
+
+_LEARNED_GUESSES_BITS = {
+    model: functools.partial(_learned_guess_bits, score=score)
+    for model, score in learning.SCORES_BY_FEATURES["bits"].items()
+}
 
 
 def _prepare_learned(
@@ -319,11 +335,16 @@ def _prepare_learned(
         context.draws, settings.train_draws, settings.select_draws
     )
     outputs = draw(key_train, mech, pair, params, train_draws, dtype=dtype)
+    bits = settings.features == "bits"
     with jax.enable_x64(dtype == "float64"):
-        scorer = learning.fit(key_init, outputs[0], outputs[1], model=settings.model)
+        scorer = learning.fit(
+            key_init, outputs[0], outputs[1], model=settings.model,
+            **({"feature_set": "bits"} if bits else {}),
+        )  # fmt: skip
     scores = draw(
         key_select, mech, pair, params, select_draws, dtype=dtype,
-        transform=learning.SCORES[settings.model], aux=scorer,
+        transform=learning.SCORES_BY_FEATURES[settings.features][settings.model],
+        aux=scorer,
     )  # fmt: skip
     selection = learning.select_thresholds(
         scores[0], scores[1], draws=max(context.draws, 1),
@@ -331,11 +352,13 @@ def _prepare_learned(
         epsilon=context.epsilon, delta=context.delta,
     )  # fmt: skip
     thresholds = selection.thresholds
+    guesses = _LEARNED_GUESSES_BITS if bits else _LEARNED_GUESSES
+    model = f"{settings.model} (bits)" if bits else settings.model
     attack = Attack(
         "learned",
         len(thresholds) + 1,
-        _LEARNED_GUESSES[settings.model],
-        events=tuple(f"{settings.model} score >= {t:.6g}" for t in thresholds),
+        guesses[settings.model],
+        events=tuple(f"{model} score >= {t:.6g}" for t in thresholds),
     )
     return attack, (scorer, thresholds)
 
@@ -346,6 +369,7 @@ def learned_attack(
     select_draws: int | None = None,
     model: str = "logistic",
     max_events: int = MAX_EVENTS,
+    features: str = "moments",
 ) -> Attack:
     """The learned attack with its own sample sizes and model (``ATTACKS["learned"]``
     has the defaults).
@@ -359,12 +383,16 @@ def learned_attack(
         or ``"mlp"`` (one hidden layer on the same features).
       max_events: thresholds of the score carried into the counted sample; each
         costs its share of the Bonferroni correction.
+      features: what the scorer sees of each output: ``"moments"`` (default;
+        :func:`mcdp.learning.features`) or ``"bits"``, those and the float
+        layout of every coordinate (:func:`mcdp.learning.bit_features`).
     """
     settings = LearnedSettings(
         train_draws=_validate.draws_or_none("train_draws", train_draws),
         select_draws=_validate.draws_or_none("select_draws", select_draws),
         model=_validate.one_of("model", model, learning.MODELS),
         max_events=_validate.integer("max_events", max_events, low=1, high=64),
+        features=_validate.one_of("features", features, learning.FEATURE_SETS),
     )
     return Attack(
         "learned", 0, _unprepared, prepare=functools.partial(_prepare_learned, settings)
@@ -374,10 +402,116 @@ def learned_attack(
 LEARNED = learned_attack()
 
 
+# --- the support of float outputs -------------------------------------------------
+
+
+def _float_support_guess(y, aux):
+    """0: outside what x produced only (speaks for x'); 2: outside what x' produced
+    only (speaks for x); 1: otherwise. An output is outside input j's observed
+    support where some coordinate has more significant bits than every training
+    output of j in the same coordinate and binade (sign and exponent)."""
+    top, precision, _ = learning.float_bits(y)
+    coords = jnp.arange(y.shape[-1], dtype=jnp.int32)[None, :]
+    out_x, out_x_prime = (
+        jnp.any(precision > table[coords, top], axis=-1) for table in aux
+    )
+    only_x = out_x_prime & ~out_x
+    only_x_prime = out_x & ~out_x_prime
+    return jnp.where(only_x, 2, jnp.where(only_x_prime, 0, 1)).astype(jnp.int32)
+
+
+@jax.jit
+def _float_layout(y):
+    top, precision, _ = learning.float_bits(y)
+    return top, precision
+
+
+def float_support_table(outputs: np.ndarray, dtype: str) -> np.ndarray:
+    r"""Per input, coordinate and binade, the most significant mantissa bits seen:
+    int32 of shape ``(num_inputs, width, 2^{1 + exponent bits})``, -1 where a
+    binade was never seen. ``outputs``: ``(num_inputs, n, width)``."""
+    info = np.finfo(dtype)
+    bins = 1 << (1 + info.nexp)
+    num_inputs, _, width = outputs.shape
+    table = np.full((num_inputs, width, bins), -1, dtype=np.int32)
+    with jax.enable_x64(dtype == "float64"):
+        for i in range(num_inputs):
+            top, precision = map(
+                np.asarray, _float_layout(jnp.asarray(outputs[i], dtype=dtype))
+            )
+            coords = np.broadcast_to(np.arange(width), top.shape)
+            np.maximum.at(table[i], (coords.ravel(), top.ravel()), precision.ravel())
+    return table
+
+
+def _prepare_float_support(
+    train_draws: int, context: AttackContext
+) -> tuple[Attack, Any]:
+    """Learns each input's float grid on a training sample from ``context.key``,
+    which the counted sample never uses."""
+    from mcdp.sampling import draw  # the engine imports this module
+
+    outputs = draw(
+        jax.random.fold_in(context.key, 0), context.mechanism, context.pair,
+        context.params, train_draws, dtype=context.dtype,
+    )  # fmt: skip
+    outputs = outputs.reshape(outputs.shape[0], outputs.shape[1], -1)
+    table = float_support_table(outputs, context.dtype)
+    return FLOAT_SUPPORT_EVENTS, (table[0], table[1])
+
+
+FLOAT_SUPPORT_EVENTS = Attack(
+    "float-support",
+    3,
+    _float_support_guess,
+    events=(
+        "inside the float grid x produced",
+        "outside the float grid x' produced",
+    ),
+)
+
+
+def float_support_attack(*, train_draws: int = MIN_DRAWS) -> Attack:
+    r"""The support attack on floating-point outputs (``ATTACKS["float-support"]``
+    has the default sample).
+
+    A float sampler's outputs under one input can lie on a coarser grid than under
+    the other: :math:`x' + \eta` rounds to a multiple of half an ulp of
+    :math:`x'`, so with :math:`x' = 1` every output is a multiple of
+    :math:`2^{-53}` (float64), while :math:`0 + \eta` has all the bits of
+    :math:`\eta`; the event "finer than that grid" has probability 0 under
+    :math:`x'` and about :math:`P[|\eta| < 1/2]` under :math:`x` (Mironov 2012,
+    in the black-box form of Jin et al. 2022). On a training sample of
+    ``train_draws`` per input, the attack records, per input, coordinate and
+    binade (sign and exponent), the most significant bits seen
+    (:func:`float_support_table`); an output is outside input j's observed grid
+    where some coordinate has more (or lies in a binade j never reached). The
+    counted sample then counts the three outcomes (outside x's only, neither or
+    both, outside x''s only), and the bounds come from those counts alone: no
+    probability is taken as 0. A mechanism that snaps its outputs to one grid for
+    every input (OpenDP's) gives the same grids under both inputs.
+    """
+    train_draws = _validate.integer(
+        "train_draws", train_draws, low=2, high=_validate.MAX_DRAWS
+    )
+    return Attack(
+        "float-support",
+        0,
+        _unprepared,
+        prepare=functools.partial(_prepare_float_support, train_draws),
+    )
+
+
+FLOAT_SUPPORT = float_support_attack()
+
+
 # --- the registry -----------------------------------------------------------------
 
 ATTACKS: Mapping[str, Attack] = MappingProxyType(
-    {a.name: a for a in (MAJORITY_VOTE, SUPPORT_TEST, LIKELIHOOD_RATIO, LEARNED)}
+    {
+        a.name: a
+        for a in (MAJORITY_VOTE, SUPPORT_TEST, LIKELIHOOD_RATIO, LEARNED, FLOAT_SUPPORT)
+    }
 )
 
 

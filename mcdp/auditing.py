@@ -43,6 +43,7 @@ from mcdp.records import (
     ProfilePoint,
     TargetWidthResult,
     Tradeoff,
+    black_box,
     provenance,
 )
 from mcdp.sampling import BLOCK_DRAWS, DTYPES, PRNG_IMPL, cell_key, iter_counts
@@ -156,7 +157,7 @@ def _sanity_check(
         nan_policy = _validate.one_of(
             "nan_policy", nan_policy or mech.nan_policies[0], mech.nan_policies
         )
-    if params is None:
+    if params is None and mech.host_sample is None:  # a callable takes none
         options = {"nan_policy": nan_policy} if mech.nan_policies else {}
         params = mech.sanity_check_params(epsilon, dim, **options)
     identity = (
@@ -230,6 +231,7 @@ def _result(
         interrupted=interrupted,
         attack=check.attack.name,
         epsilon_lower=estimate.lower,
+        **black_box(mech),
         **provenance(check.dtype, check.prng),
     )
 
@@ -632,7 +634,7 @@ def audit_delta_iter(
             raise ValueError(
                 f"Expected a finite pair of shape (2, {dim}), got {xs.shape}."
             )
-    if params is None:
+    if params is None and mech.host_sample is None:  # a callable takes none
         if pair_name == "zeros-ones" or mech.calibrate is None:
             params = mech.sanity_check_params(epsilon, dim)
         else:
@@ -699,6 +701,7 @@ def audit_delta_iter(
                 points=[list(p) for p in points],
                 gdp_mu_lower=gaussian_dp_mu_lower(points),
             ),
+            **black_box(mech),
             **provenance(dtype, prng),
         )
 

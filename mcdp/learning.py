@@ -93,6 +93,53 @@ def features(y: Array, atoms: Array | None = None) -> Array:
     )
 
 
+BITS = 8  # low mantissa bits per coordinate in the "bits" features
+FEATURE_SETS = ("moments", "bits")
+
+
+def float_bits(y: Array) -> tuple[Array, Array, Array]:
+    r"""The binary layout of float outputs, per coordinate: ``(top, precision,
+    mantissa)``. ``top`` is the sign and exponent field (the *binade*: 4096 values
+    in float64, 512 in float32), ``precision`` the number of significant mantissa
+    bits, :math:`m - \mathrm{ctz}(\text{mantissa})` (0 for a power of two or zero),
+    so a value :math:`v` lies on the grid :math:`2^{e - p}` of its binade and on no
+    finer one, and ``mantissa`` the raw mantissa field. Exact integer arithmetic;
+    float64 needs x64 (as the float64 runs have).
+    """
+    info = jnp.finfo(y.dtype)
+    nmant = int(info.nmant)
+    uint = jnp.uint64 if info.bits == 64 else jnp.uint32
+    bits = jax.lax.bitcast_convert_type(y, uint)
+    mantissa = bits & uint((1 << nmant) - 1)
+    lowest = mantissa & (~mantissa + uint(1))  # the lowest set bit; 0 for 0
+    trailing = jax.lax.population_count(lowest - uint(1)).astype(jnp.int32)
+    precision = nmant - jnp.minimum(trailing, nmant)
+    return (bits >> uint(nmant)).astype(jnp.int32), precision, mantissa
+
+
+def bit_features(y: Array, atoms: Array | None = None) -> Array:
+    r""":func:`features` and, per output coordinate, its number of significant
+    mantissa bits (over the mantissa's width) and its :data:`BITS` lowest mantissa
+    bits as 0/1: what a float sampler's rounding leaves in the outputs (Mironov
+    2012), where the moments see nothing."""
+    y = jnp.reshape(y, (y.shape[0], -1))
+    _, precision, mantissa = float_bits(y)
+    nmant = jnp.finfo(y.dtype).nmant
+    shifts = jnp.arange(BITS, dtype=mantissa.dtype)
+    low = (mantissa[..., None] >> shifts[None, None, :]) & jnp.ones((), mantissa.dtype)
+    return jnp.concatenate(
+        [
+            features(y, atoms),
+            precision.astype(y.dtype) / nmant,
+            low.reshape(y.shape[0], -1).astype(y.dtype),
+        ],
+        axis=-1,
+    )
+
+
+FEATURES = {"moments": features, "bits": bit_features}
+
+
 class Scorer(NamedTuple):
     """A trained scorer: the atoms of its features, standardisation, then a linear
     map or a one-hidden-layer MLP. A pytree of arrays, so it travels into the
@@ -104,21 +151,29 @@ class Scorer(NamedTuple):
     atoms: Array  # (k, A), NaN-padded; A may be 0
 
 
-def score_logistic(y: Array, scorer: Scorer) -> Array:
+def score_logistic(y: Array, scorer: Scorer, featurize=features) -> Array:
     """The logit of logistic regression: high speaks for the first input."""
-    z = (features(y, scorer.atoms) - scorer.mean[None, :]) / scorer.scale[None, :]
+    z = (featurize(y, scorer.atoms) - scorer.mean[None, :]) / scorer.scale[None, :]
     w, b = scorer.weights
     return z @ w + b
 
 
-def score_mlp(y: Array, scorer: Scorer) -> Array:
+def score_mlp(y: Array, scorer: Scorer, featurize=features) -> Array:
     """The output of the MLP (tanh hidden layer): high speaks for the first input."""
-    z = (features(y, scorer.atoms) - scorer.mean[None, :]) / scorer.scale[None, :]
+    z = (featurize(y, scorer.atoms) - scorer.mean[None, :]) / scorer.scale[None, :]
     w1, b1, w2, b2 = scorer.weights
     return jnp.tanh(z @ w1 + b1[None, :]) @ w2 + b2
 
 
 SCORES = {"logistic": score_logistic, "mlp": score_mlp}
+# the scores of each feature set: module-level functions, static arguments of jit
+SCORES_BY_FEATURES = {
+    "moments": SCORES,
+    "bits": {
+        "logistic": partial(score_logistic, featurize=bit_features),
+        "mlp": partial(score_mlp, featurize=bit_features),
+    },
+}
 
 
 def _init(key: PRNGKey, model: str, width: int, dtype) -> Any:
@@ -141,6 +196,7 @@ def fit(
     model: str = "logistic",
     steps: int = STEPS,
     learning_rate: float = LEARNING_RATE,
+    feature_set: str = "moments",
 ) -> Scorer:
     """Trains a scorer that separates ``y_first`` (outputs of the first input, label
     1) from ``y_second`` (label 0) by the binary cross-entropy of its logit, with
@@ -153,6 +209,8 @@ def fit(
       y_first, y_second: outputs, shape ``(n, ...)`` each.
       model: ``"logistic"`` or ``"mlp"``.
       steps, learning_rate: Adam's.
+      feature_set: ``"moments"`` (:func:`features`) or ``"bits"``
+        (:func:`bit_features`).
     """
     dtype = jnp.result_type(float)
     pooled = np.concatenate([np.asarray(y_first), np.asarray(y_second)])
@@ -165,7 +223,7 @@ def fit(
     atoms = jnp.asarray(find_atoms(pooled), dtype)
     y = jnp.asarray(pooled, dtype)
     labels = jnp.asarray(labels, dtype)
-    phi = features(y[:batch], atoms)  # one batch's worth: it only preconditions
+    phi = FEATURES[feature_set](y[:batch], atoms)  # one batch: it only preconditions
     mean = jnp.mean(phi, axis=0)
     scale = jnp.std(phi, axis=0)
     scale = jnp.where(scale > 0, scale, 1.0)
@@ -174,19 +232,20 @@ def fit(
     with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
         trained = _train(
             y, labels, mean, scale, weights, atoms, rate,
-            model=model, steps=steps, batch=batch,
+            model=model, steps=steps, batch=batch, feature_set=feature_set,
         )  # fmt: skip
     return Scorer(mean, scale, trained, atoms)
 
 
-@partial(jax.jit, static_argnames=("model", "steps", "batch"))
+@partial(jax.jit, static_argnames=("model", "steps", "batch", "feature_set"))
 def _train(
-    y, labels, mean, scale, weights, atoms, learning_rate, *, model, steps, batch
-):
+    y, labels, mean, scale, weights, atoms, learning_rate, *, model, steps, batch,
+    feature_set,
+):  # fmt: skip
     """``steps`` Adam steps on the cross-entropy, full batch where ``batch`` is the
     sample's size, else on its consecutive blocks of ``batch`` rows in turn; one
-    compile per model, sample shape and dtype."""
-    score = SCORES[model]
+    compile per model, feature set, sample shape and dtype."""
+    score = SCORES_BY_FEATURES[feature_set][model]
     optimizer = optax.adam(learning_rate)
     rows = y.shape[0]
     blocks = rows // batch

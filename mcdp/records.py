@@ -58,6 +58,36 @@ def provenance(dtype: str, prng: str) -> dict[str, Any]:
     }
 
 
+def black_box(mechanism: Any) -> dict[str, Any]:
+    """The fields that name a black-box mechanism (``callable``: its function as
+    ``module:qualname``; ``library``: ``name==version``; ``reproducible``: false
+    where it draws from randomness of its own, so a seed does not fix its counts);
+    ``None``, ``None``, ``True`` for a JAX mechanism."""
+    if mechanism.host_sample is None:
+        return {"callable": None, "library": None, "reproducible": True}
+    from mcdp.host import callable_name
+
+    return {
+        "callable": callable_name(mechanism.host_sample),
+        "library": mechanism.library,
+        "reproducible": bool(mechanism.reproducible),
+    }
+
+
+def _black_box_line(record: Any) -> list[str]:
+    """What the printed record says about a black-box mechanism."""
+    if record.callable is None:
+        return []
+    library = f" ({record.library})" if record.library else ""
+    seeded = (
+        ""
+        if record.reproducible
+        else "; not reproducible: it draws from its own "
+        "randomness, so the seed does not fix its counts"
+    )
+    return [f"black box {record.callable}{library}{seeded}"]
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Record(Provenance):
     """The base of every result record."""
@@ -122,6 +152,10 @@ class AuditResult(Record):
     # added after the first grid files were written: they may lack these
     attack: str = "majority"
     epsilon_lower: float | None = None  # the pure-epsilon lower bound: loss_lower
+    # black-box mechanisms (Mechanism.from_callable): see black_box()
+    callable: str | None = None
+    library: str | None = None
+    reproducible: bool = True
 
     def __str__(self) -> str:
         (d0, d1), (e0, e1) = self.counts
@@ -149,6 +183,7 @@ class AuditResult(Record):
             lines.append(f"claim {self.claim}: {verdict}")
         if self.interrupted:
             lines.append("interrupted: the counts above are those finished so far")
+        lines += _black_box_line(self)
         lines.append(f"{self.seconds:.1f} s on {self.backend}")
         return "\n".join(lines)
 
@@ -300,6 +335,10 @@ class DeltaAuditResult(Record):
     attack_seconds: float | None = None  # of seconds: preparing the attack
     events: list[str] | None = None
     tradeoff: Tradeoff | None = None
+    # black-box mechanisms (Mechanism.from_callable): see black_box()
+    callable: str | None = None
+    library: str | None = None
+    reproducible: bool = True
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DeltaAuditResult:
@@ -335,6 +374,7 @@ class DeltaAuditResult(Record):
                 f"bound {self.delta_lower:.4g}, exact {exact}",
                 *pure,
                 f"claim {verdict}{because}",
+                *_black_box_line(self),
                 f"{self.seconds:.1f} s on {self.backend}",
             ]
         )

@@ -257,6 +257,11 @@ def iter_counts(
       devices: the devices that share the blocks (default: ``jax.devices()``, every
         device of the default backend, on every host of a ``jax.distributed`` run);
         the counts are the same for any number of devices.
+
+    A black-box mechanism (``mechanism.host_sample``, made by
+    :meth:`~mcdp.mechanisms.Mechanism.from_callable`) runs on the host through
+    :mod:`mcdp.host`, with its own chunks and workers; ``chunk_blocks``,
+    ``call_chunks`` and ``devices`` do not apply to it.
     """
     num_draws = _validate.integer(
         "num_draws", num_draws, low=1, high=_validate.MAX_DRAWS
@@ -266,6 +271,11 @@ def iter_counts(
     if xs_host.ndim != 2 or 0 in xs_host.shape:
         raise ValueError(f"Expected xs of shape (num_inputs, d), got {xs_host.shape}.")
     num_inputs, dim = xs_host.shape
+    if mechanism.host_sample is not None:  # a Python callable: mcdp.host
+        yield from _iter_host_counts(
+            key, mechanism, attack, xs_host, num_draws, dtype, aux, resume
+        )
+        return
     mesh = _mesh(devices)
     platform = mesh.devices.flat[0].platform
     num_devices = mesh.size
@@ -336,6 +346,19 @@ def iter_counts(
             totals += np.asarray(counts.addressable_data(0), dtype=np.int64)
         block += chunks * num_devices * chunk_blocks
         yield Progress(min(block * BLOCK_DRAWS, num_draws), totals.copy())
+
+
+def _iter_host_counts(key, mechanism, attack, xs, num_draws, dtype, aux, resume):
+    from mcdp.host import iter_host_counts  # it imports this module
+
+    totals = np.zeros((len(xs), attack.num_outcomes), dtype=np.int64)
+    block = 0
+    if resume is not None:
+        block, totals = _resume(resume, num_draws, totals.shape)
+    return iter_host_counts(
+        key, mechanism, attack, xs.astype(np.float64), num_draws, dtype=dtype,
+        aux=aux, first_draw=block * BLOCK_DRAWS, totals=totals,
+    )  # fmt: skip
 
 
 def _resume(
@@ -431,6 +454,13 @@ def draw(
     dtype = _validate.one_of("dtype", dtype, DTYPES)
     xs_host = np.asarray(xs)
     num_inputs, dim = xs_host.shape
+    if mechanism.host_sample is not None:  # a Python callable: mcdp.host
+        from mcdp.host import host_draw
+
+        return host_draw(
+            key, mechanism, xs_host.astype(np.float64), num_draws, dtype=dtype,
+            transform=transform, aux=aux, identity=_identity,
+        )  # fmt: skip
     total_blocks = -(-num_draws // BLOCK_DRAWS)
     per_call = max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))  # blocks per call
     parts = []

@@ -46,7 +46,7 @@ PAPER = (1.0, 1 / 1200, 300, 1.0)  # (epsilon, delta = 1/(4d), d, C)
 
 
 def test_registry_is_closed_and_named():
-    assert sorted(ATTACKS) == ["learned", "lr", "majority", "support"]
+    assert sorted(ATTACKS) == ["float-support", "learned", "lr", "majority", "support"]
     assert ATTACKS["majority"] is MAJORITY_VOTE
     assert ATTACKS["support"] is SUPPORT_TEST
     assert ATTACKS["lr"] is LIKELIHOOD_RATIO

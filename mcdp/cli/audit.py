@@ -28,6 +28,7 @@ from mcdp.cli._options import (
 from mcdp.mechanisms import MECHANISMS, NAN_POLICIES
 
 LEARNED_OPTIONS = ("train_draws", "select_draws", "model", "max_events")
+BLACK_BOX_OPTIONS = ("claim", "library", "workers", "non_reproducible")
 
 
 def add_parser(subparsers) -> None:
@@ -35,9 +36,22 @@ def add_parser(subparsers) -> None:
         "audit", help="the ACL 2022 sanity check for one mechanism, epsilon and d"
     )
     a.set_defaults(handler=run)
-    a.add_argument("--mechanism", required=True, choices=sorted(MECHANISMS))
+    subject = a.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--mechanism", choices=sorted(MECHANISMS))
+    subject.add_argument(
+        "--callable",
+        metavar="MODULE:NAME",
+        help="audit Python code as shipped: NAME in MODULE is fn(rng, x, n) (n "
+        "outputs for the input row x) or a Mechanism.from_callable; implies an "
+        "(epsilon, delta) audit (delta 0 unless --delta)",
+    )
     a.add_argument("--epsilon", required=True, type=typed(positive("--epsilon")))
-    a.add_argument("--dim", required=True, type=typed(dimension("--dim")))
+    a.add_argument(
+        "--dim",
+        type=typed(dimension("--dim")),
+        default=None,
+        help="d (required, except with --callable and a .npy --pair, which fixes it)",
+    )
     a.add_argument(
         "--draws",
         type=typed(count("--draws")),
@@ -126,6 +140,30 @@ def add_parser(subparsers) -> None:
         default=None,
         help="thresholds carried into the counted draws (default 3)",
     )
+    box = a.add_argument_group(
+        "black boxes", "with --callable NAME where NAME is a plain function"
+    )
+    box.add_argument(
+        "--claim", default=None, help="the claim to record, e.g. epsilon-DP"
+    )
+    box.add_argument(
+        "--library",
+        default=None,
+        help="the library under audit (its installed version is recorded), or "
+        "name==version",
+    )
+    box.add_argument(
+        "--workers",
+        type=typed(integer("--workers", 1, 256)),
+        default=None,
+        help="processes that call the function (default 1)",
+    )
+    box.add_argument(
+        "--non-reproducible",
+        action="store_true",
+        help="the function draws from its own randomness, not from rng: the "
+        "record says reproducible: false",
+    )
     add_common_options(a)
     add_prng_option(a)
     add_host_options(a)
@@ -137,10 +175,31 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from mcdp.auditing import audit_iter, validate_audit
 
-    if args.attack != "learned":
-        for flag in LEARNED_OPTIONS:
-            if getattr(args, flag) is not None:
-                fail(f"--{flag.replace('_', '-')} applies to --attack learned.")
+    for flag in LEARNED_OPTIONS:
+        if getattr(args, flag) is None or args.attack == "learned":
+            continue
+        if not (flag == "train_draws" and args.attack == "float-support"):
+            fail(f"--{flag.replace('_', '-')} applies to --attack learned.")
+    if args.callable is None:
+        for flag in BLACK_BOX_OPTIONS:
+            if getattr(args, flag) not in (None, False):
+                fail(f"--{flag.replace('_', '-')} applies to --callable.")
+        if args.dim is None:
+            fail("mcdp audit: the following arguments are required: --dim")
+    else:
+        if args.target_width is not None or args.max_draws is not None:
+            fail("--target-width and --max-draws apply to registered mechanisms.")
+        args.delta = 0.0 if args.delta is None else args.delta
+        if isinstance(args.pair, str) or args.pair is None:
+            if args.dim is None:
+                fail("--callable needs --dim, or a .npy --pair that fixes it.")
+        elif args.dim is None:
+            args.dim = args.pair.shape[1]
+        elif args.dim != args.pair.shape[1]:
+            fail(
+                f"Expected --dim = {args.pair.shape[1]} (the width of --pair), "
+                f"got {args.dim}."
+            )
     if args.delta is None and any(
         getattr(args, flag) is not None for flag in ("pair", "attack", "clip")
     ):
@@ -273,15 +332,21 @@ def _plan(needed: int | float | None, max_draws: int) -> str:
 
 def _audit_delta(args: argparse.Namespace) -> int:
     """``mcdp audit --delta CLAIMED``: an (epsilon, delta) audit."""
-    from mcdp.attacks import learned_attack
+    from mcdp.attacks import float_support_attack, learned_attack
     from mcdp.auditing import audit_delta
     from mcdp.mechanisms import get_mechanism
 
     if args.nan_policy is not None:
         fail("--nan-policy applies to the sanity check, not to --delta audits.")
     try:
-        mech = get_mechanism(args.mechanism)
-        attack = args.attack or ("lr" if mech.privacy_loss is not None else "majority")
+        if args.callable is not None:
+            mech = _load_callable(args)
+            attack = args.attack or "learned"
+        else:
+            mech = get_mechanism(args.mechanism)
+            attack = args.attack or (
+                "lr" if mech.privacy_loss is not None else "majority"
+            )
         if attack == "learned":
             options = {
                 flag: getattr(args, flag)
@@ -289,6 +354,8 @@ def _audit_delta(args: argparse.Namespace) -> int:
                 if getattr(args, flag) is not None
             }
             attack = learned_attack(**options)
+        elif attack == "float-support" and args.train_draws is not None:
+            attack = float_support_attack(train_draws=args.train_draws)
         result = audit_delta(
             mech,
             args.epsilon,
@@ -307,3 +374,56 @@ def _audit_delta(args: argparse.Namespace) -> int:
         fail(str(err))
     print(json.dumps(result.to_dict(), allow_nan=True) if args.json else result)
     return EXIT_INTERRUPTED if result.interrupted else 0
+
+
+def _load_callable(args: argparse.Namespace):
+    """The mechanism that ``--callable MODULE:NAME`` names: a Mechanism as it is
+    (the black-box options then do not apply), or ``fn(rng, x, n)`` wrapped with
+    them. The working directory is searched first, as ``python -m`` does."""
+    import importlib
+    import os
+
+    from mcdp.mechanisms import Mechanism
+
+    module_name, _, name = args.callable.partition(":")
+    if not module_name or not name:
+        raise ValueError(
+            f"Expected --callable MODULE:NAME (e.g. mymech:sample), got "
+            f"{args.callable!r}."
+        )
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(
+            f"--callable {args.callable}: cannot import ({err})."
+        ) from None
+    target = module
+    for part in name.split("."):
+        if not hasattr(target, part):
+            raise ValueError(
+                f"--callable {args.callable}: {module_name} has no attribute {name!r}."
+            )
+        target = getattr(target, part)
+    if isinstance(target, Mechanism):
+        given = [f for f in BLACK_BOX_OPTIONS if getattr(args, f) not in (None, False)]
+        if given:
+            raise ValueError(
+                f"--{given[0].replace('_', '-')} applies to a plain function; "
+                f"--callable {args.callable} is a Mechanism with its own."
+            )
+        return target
+    if not callable(target):
+        raise ValueError(
+            f"--callable {args.callable}: expected fn(rng, x, n) or a Mechanism, "
+            f"got {type(target).__name__}."
+        )
+    return Mechanism.from_callable(
+        name,
+        target,
+        claim=args.claim,
+        reproducible=not args.non_reproducible,
+        library=args.library,
+        workers=1 if args.workers is None else args.workers,
+    )

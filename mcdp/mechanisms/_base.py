@@ -65,6 +65,17 @@ class Mechanism(NamedTuple):
         largest :math:`|\ln p(y \mid x) - \ln p(y \mid x')|` over outputs (``inf``
         where one input reaches outputs the other cannot), or ``None`` for pairs
         without a closed form; the field is ``None`` where no pair has one.
+      host_sample: ``fn(rng, x, n) -> y`` for a black-box mechanism in any Python
+        code (:meth:`from_callable`): ``n`` outputs (first axis ``n``) for one
+        1-D float64 input row ``x``, drawn from the ``numpy.random.Generator``
+        ``rng``. The engine calls it on the host (:mod:`mcdp.host`); ``sample``
+        then only raises. ``None`` for a JAX mechanism.
+      reproducible: whether the outputs depend on ``rng`` alone (a library that
+        draws from its own or the operating system's randomness is not: its
+        records say ``reproducible: false``).
+      library: ``"name==version"`` of the library under audit, for the records.
+      workers: processes (threads where ``fn`` cannot be pickled) that call
+        ``host_sample``; the counts do not depend on it.
     """
 
     name: str
@@ -80,6 +91,32 @@ class Mechanism(NamedTuple):
     noise_bound: Callable[[Any], Any] | None = None
     exact_delta: Callable[[Any, np.ndarray, float], float | None] | None = None
     exact_epsilon: Callable[[Any, np.ndarray], float | None] | None = None
+    host_sample: Callable[[np.random.Generator, np.ndarray, int], Any] | None = None
+    reproducible: bool = True
+    library: str | None = None
+    workers: int = 1
+
+    @classmethod
+    def from_callable(
+        cls,
+        name: str,
+        fn: Callable[[np.random.Generator, np.ndarray, int], Any],
+        *,
+        claim: str | None = None,
+        flaw: str | None = None,
+        reproducible: bool = True,
+        library: str | None = None,
+        workers: int = 1,
+    ) -> Mechanism:
+        """A black-box mechanism: ``fn(rng, x, n)`` returns ``n`` outputs for the
+        input row ``x``, in any Python code (see :func:`mcdp.host.from_callable`,
+        which checks the arguments)."""
+        from mcdp.host import from_callable
+
+        return from_callable(
+            name, fn, claim=claim, flaw=flaw, reproducible=reproducible,
+            library=library, workers=workers,
+        )  # fmt: skip
 
     def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
         """``e2_params(epsilon, dim, **options)``, or a one-line error naming the

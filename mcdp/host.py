@@ -1,0 +1,415 @@
+r"""Black-box mechanisms: Python callables that the engine runs on the host.
+
+:meth:`mcdp.Mechanism.from_callable` wraps ``fn(rng, x, n)``, any Python code that
+returns ``n`` outputs for one input row ``x`` (a library's mechanism, say). The
+engine (:func:`mcdp.sampling.iter_counts`, :func:`mcdp.sampling.draw`) sees the
+record's ``host_sample`` and comes here: it calls ``fn`` on the host, moves each
+chunk of outputs to the device, applies the attack's jitted ``guess(y, aux)`` there
+and keeps only the counts, yielding the same :class:`~mcdp.sampling.Progress` as
+the JAX engine (progress bars, interruption and ``resume`` work alike).
+
+Randomness is fixed per *host block* of :data:`HOST_BLOCK_DRAWS` draws (16 of the
+engine's blocks): host block ``h`` of input ``i`` draws from its own
+``numpy.random.Generator(PCG64(SeedSequence(entropy, spawn_key=(i, h))))``, where
+``entropy`` is the run's JAX key as 32-bit words (``jax.random.key_data``), and
+``fn`` is called once per host block with ``n = HOST_BLOCK_DRAWS``. So, for a
+callable that draws only from the generator it is given, the counts of a seed do
+not depend on the chunk size, the number of workers or where a run was resumed;
+draws past the requested number are drawn and discarded, as the JAX engine masks
+them. A key derived for another purpose (the learned attack's training sample)
+gives other entropy, so those draws are disjoint from the counted ones.
+
+One generator per engine block (1024 draws) cost about 15 us to derive on this
+CPU, as much as 1024 Laplace draws of NumPy; 16 blocks share one to keep the
+engine's overhead small (``benchmarks/bench_callable.py``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import multiprocessing
+import pickle
+from collections import deque
+from collections.abc import Callable, Iterator
+from functools import partial
+from importlib import metadata
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mcdp import _validate
+from mcdp.mechanisms import Mechanism
+from mcdp.sampling import BLOCK_DRAWS, Progress
+
+HOST_BLOCK_DRAWS = 16 * BLOCK_DRAWS  # draws per generator and per call of fn: fixed
+TASK_SCALARS = 1 << 18  # input scalars per task (one input's share of a chunk)
+MAX_WORKERS = 256
+
+HostSample = Callable[[np.random.Generator, np.ndarray, int], Any]
+
+
+def _host_only(key, x, params):
+    """The ``sample`` of a black-box mechanism: it cannot run under JAX."""
+    raise ValueError(
+        "a mechanism made by Mechanism.from_callable runs on the host: pass it to "
+        "an audit or to mcdp.sampling (iter_counts, draw), not to JAX code."
+    )
+
+
+def library_version(library: str) -> str:
+    """``"name==version"``: ``library`` as given where it has ``==``, else the
+    version of the installed distribution ``library``."""
+    if not isinstance(library, str) or not library.strip():
+        raise ValueError(
+            f"Expected library to be a distribution name such as 'opendp' or "
+            f"'name==version', got {library!r}."
+        )
+    if "==" in library:
+        return library.strip()
+    try:
+        return f"{library}=={metadata.version(library)}"
+    except metadata.PackageNotFoundError:
+        raise ValueError(
+            f"Expected library to name an installed distribution (or to be "
+            f"'name==version'), got {library!r}."
+        ) from None
+
+
+def callable_name(fn: Any) -> str:
+    """``module:qualname`` of ``fn`` (its type's, for other callables)."""
+    target = fn.func if isinstance(fn, partial) else fn
+    module = getattr(target, "__module__", None) or type(target).__module__
+    name = getattr(target, "__qualname__", None) or type(target).__qualname__
+    return f"{module}:{name}"
+
+
+def from_callable(
+    name: str,
+    fn: HostSample,
+    *,
+    claim: str | None = None,
+    flaw: str | None = None,
+    reproducible: bool = True,
+    library: str | None = None,
+    workers: int = 1,
+) -> Mechanism:
+    """A black-box :class:`~mcdp.mechanisms.Mechanism` from a Python callable.
+
+    Args:
+      name: the mechanism's name in results (a non-empty string).
+      fn: ``fn(rng, x, n)``: ``n`` outputs for the input row ``x`` (1-D float64 of
+        length d) as an array whose first axis is ``n`` (further axes are
+        flattened into the output's coordinates), drawn from the
+        ``numpy.random.Generator`` ``rng``. Real numbers (integers are
+        converted to the run's dtype).
+      claim: the privacy claim, e.g. ``"epsilon-DP"`` (for the records).
+      flaw: why the claim fails, for a known-broken control.
+      reproducible: ``False`` for a library that draws from its own or the
+        operating system's randomness and ignores ``rng``: its counts change from
+        run to run, and its records say so.
+      library: the library under audit, ``"name"`` (its installed version is
+        looked up) or ``"name==version"``.
+      workers: processes that call ``fn`` (threads where ``fn`` cannot be
+        pickled), 1 to 256; 1 (default) calls it in this process.
+
+    Raises:
+      ValueError: an argument is not as described; the message names it.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"Expected name to be a non-empty string, got {name!r}.")
+    if not callable(fn):
+        raise ValueError(
+            f"Expected fn to be callable as fn(rng, x, n), got {type(fn).__name__}."
+        )
+    if not isinstance(reproducible, bool):
+        raise ValueError(
+            f"Expected reproducible to be True or False, got {reproducible!r}."
+        )
+    for label, value in (("claim", claim), ("flaw", flaw)):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"Expected {label} to be a string or None, got {value!r}.")
+    workers = _validate.integer("workers", workers, low=1, high=MAX_WORKERS)
+    return Mechanism(
+        name=name,
+        sample=_host_only,
+        claim=claim,
+        flaw=flaw,
+        host_sample=fn,
+        reproducible=reproducible,
+        library=None if library is None else library_version(library),
+        workers=workers,
+    )
+
+
+# --- the host blocks -----------------------------------------------------------------
+
+
+def entropy(key: jax.Array) -> tuple[int, ...]:
+    """The words of a JAX key (any implementation) as Python ints: the entropy of
+    every generator of a run."""
+    return tuple(int(w) for w in np.asarray(jax.random.key_data(key)).ravel())
+
+
+def block_generator(words: tuple[int, ...], i: int, h: int) -> np.random.Generator:
+    """The generator of host block ``h`` of input ``i``."""
+    sequence = np.random.SeedSequence(words, spawn_key=(i, h))
+    return np.random.Generator(np.random.PCG64(sequence))
+
+
+def _task(
+    fn: HostSample,
+    name: str,
+    words: tuple[int, ...],
+    i: int,
+    x: np.ndarray,
+    first: int,
+    count: int,
+    dtype: str,
+) -> np.ndarray:
+    """Host blocks ``first .. first + count - 1`` of input ``i``: an array of shape
+    ``(count * HOST_BLOCK_DRAWS, width)`` in ``dtype``. Runs in a worker too."""
+    n = HOST_BLOCK_DRAWS
+    result = None
+    for k, h in enumerate(range(first, first + count)):
+        out = np.asarray(fn(block_generator(words, i, h), x.copy(), n))
+        if out.ndim == 0 or out.shape[0] != n:
+            raise ValueError(
+                f"Expected fn of mechanism {name!r} to return an array with first "
+                f"axis n = {n} (fn(rng, x, n)), got shape {out.shape}."
+            )
+        if out.dtype.kind not in "biuf":
+            raise ValueError(
+                f"Expected fn of mechanism {name!r} to return real numbers, got "
+                f"dtype {out.dtype}."
+            )
+        out = out.reshape(n, -1)
+        if result is None:  # one buffer, filled block by block: one copy
+            result = np.empty((count * n, out.shape[1]), dtype=dtype)
+        elif out.shape[1] != result.shape[1]:
+            raise ValueError(
+                f"Expected fn of mechanism {name!r} to return {result.shape[1]} "
+                f"values per output every time, got {out.shape[1]}."
+            )
+        result[k * n : (k + 1) * n] = out
+    return result
+
+
+_POOLS: dict[tuple[Any, int], concurrent.futures.Executor] = {}
+
+
+def _pool(fn: HostSample, workers: int) -> concurrent.futures.Executor | None:
+    """``None`` for one worker (``fn`` runs here), else a pool kept for the rest of
+    the process: processes (started by spawning: JAX does not survive a fork)
+    where ``fn`` can be pickled, threads where it cannot."""
+    if workers == 1:
+        return None
+    pool = _POOLS.get((fn, workers))
+    if pool is None:
+        try:
+            pickle.dumps(fn)
+            context = multiprocessing.get_context("spawn")
+            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            pool = concurrent.futures.ThreadPoolExecutor(workers)
+        _POOLS[(fn, workers)] = pool
+    return pool
+
+
+@atexit.register
+def _close_pools() -> None:
+    for pool in _POOLS.values():
+        pool.shutdown(wait=False, cancel_futures=True)
+    _POOLS.clear()
+
+
+class _Immediate:
+    """A finished result with the interface of a future (one worker)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+    def cancel(self):
+        return False
+
+
+def _blocks(
+    mechanism: Mechanism,
+    key: jax.Array,
+    xs: np.ndarray,
+    first: int,
+    stop: int,
+    per_task: int,
+    dtype: str,
+) -> Iterator[tuple[int, int, list[np.ndarray]]]:
+    """``(first host block, count, [outputs of each input])`` of consecutive chunks
+    of ``per_task`` host blocks from ``first`` to ``stop``; with several workers,
+    up to two chunks per worker are under way ahead of the one yielded."""
+    fn, words, name = mechanism.host_sample, entropy(key), mechanism.name
+    pool = _pool(fn, mechanism.workers)
+    starts = iter(range(first, stop, per_task))
+    pending: deque = deque()
+
+    def submit() -> bool:
+        start = next(starts, None)
+        if start is None:
+            return False
+        count = min(per_task, stop - start)
+        args = [
+            (fn, name, words, i, xs[i], start, count, dtype) for i in range(len(xs))
+        ]
+        if pool is None:
+            futures = [_Immediate(_task(*a)) for a in args]
+        else:
+            futures = [pool.submit(_task, *a) for a in args]
+        pending.append((start, count, futures))
+        return True
+
+    ahead = 1 if pool is None else 2 * mechanism.workers
+    try:
+        while len(pending) < ahead and submit():
+            pass
+        while pending:
+            start, count, futures = pending.popleft()
+            outputs = [f.result() for f in futures]
+            submit()
+            yield start, count, outputs
+    finally:  # an error, an interrupt or a caller that stops early
+        for _, _, futures in pending:
+            for f in futures:
+                f.cancel()
+
+
+def _per_task(dim: int, first: int, stop: int) -> int:
+    """Host blocks per task: about :data:`TASK_SCALARS` input scalars, a power of
+    two no larger than the run needs (few shapes, so few compiles)."""
+    per_task = max(1, TASK_SCALARS // (HOST_BLOCK_DRAWS * dim))
+    needed = max(1, stop - first)
+    return min(per_task, 1 << (needed - 1).bit_length())
+
+
+def _rows(out: np.ndarray, rows: int, width: int | None, name: str):
+    """One input's outputs padded with zeros to ``rows`` (the last chunk of a run:
+    one shape per run, so one compile); every chunk must have the first one's
+    width."""
+    width = out.shape[1] if width is None else width
+    if out.shape[1] != width:
+        raise ValueError(
+            f"Expected fn of mechanism {name!r} to return {width} values per "
+            f"output every time, got {out.shape[1]}."
+        )
+    if len(out) < rows:
+        out = np.concatenate([out, np.zeros((rows - len(out), width), out.dtype)])
+    return out, width
+
+
+@partial(jax.jit, static_argnames=("guess", "num_outcomes"))
+def _count_rows(y, low, high, aux, *, guess, num_outcomes):
+    """Counts of each outcome of ``guess`` over the rows ``low <= r < high`` of one
+    input's outputs ``y``: int32 of shape ``(num_outcomes,)``."""
+    rows = jnp.arange(y.shape[0], dtype=jnp.int32)
+    valid = (rows >= low) & (rows < high)
+    outcomes = jnp.arange(num_outcomes, dtype=jnp.int32)
+    hits = (guess(y, aux)[:, None] == outcomes[None, :]) & valid[:, None]
+    return jnp.sum(hits, axis=0, dtype=jnp.int32)
+
+
+def iter_host_counts(
+    key: jax.Array,
+    mechanism: Mechanism,
+    attack,
+    xs: np.ndarray,
+    num_draws: int,
+    *,
+    dtype: str,
+    aux: Any,
+    first_draw: int,
+    totals: np.ndarray,
+) -> Iterator[Progress]:
+    """:func:`mcdp.sampling.iter_counts` for a black-box mechanism (arguments
+    checked there): counts from draw ``first_draw`` (a multiple of
+    :data:`~mcdp.sampling.BLOCK_DRAWS`) on, added to ``totals``; a
+    :class:`~mcdp.sampling.Progress` after every chunk."""
+    n = HOST_BLOCK_DRAWS
+    first, stop = first_draw // n, -(-num_draws // n)
+    per_task = _per_task(xs.shape[1], first, stop)
+    x64 = dtype == "float64"
+    width = None
+    with jax.enable_x64(x64):
+        aux_d = _device_aux(aux, dtype)
+    for start, count, outputs in _blocks(
+        mechanism, key, xs, first, stop, per_task, dtype
+    ):
+        offset = start * n
+        low = jnp.int32(max(first_draw - offset, 0))
+        high = jnp.int32(min(num_draws - offset, count * n))
+        with jax.enable_x64(x64):
+            counts = []  # dispatched asynchronously, collected once
+            for out in outputs:
+                y, width = _rows(out, per_task * n, width, mechanism.name)
+                counts.append(
+                    _count_rows(
+                        y,
+                        low,
+                        high,
+                        aux_d,
+                        guess=attack.guess,
+                        num_outcomes=attack.num_outcomes,
+                    )  # fmt: skip
+                )
+            totals = totals + np.asarray(jnp.stack(counts), dtype=np.int64)
+        yield Progress(min(offset + count * n, num_draws), totals.copy())
+
+
+def _device_aux(aux: Any, dtype: str) -> Any:
+    """Floating leaves of ``aux`` in the run's dtype, integer leaves int32, as the
+    JAX engine passes them."""
+
+    def leaf(v):
+        kind = np.asarray(v).dtype.kind
+        return jnp.asarray(v, dtype=jnp.int32 if kind in "biu" else dtype)
+
+    return jax.tree.map(leaf, aux)
+
+
+@partial(jax.jit, static_argnames=("transform",))
+def _transform_rows(y, aux, *, transform):
+    """``transform(y, aux)`` of one input's outputs."""
+    return transform(y, aux)
+
+
+def host_draw(
+    key: jax.Array,
+    mechanism: Mechanism,
+    xs: np.ndarray,
+    num_draws: int,
+    *,
+    dtype: str,
+    transform,
+    aux: Any,
+    identity,
+) -> np.ndarray:
+    """:func:`mcdp.sampling.draw` for a black-box mechanism: the first
+    ``num_draws`` outputs of every input, from the host blocks of ``key``, mapped
+    by ``transform(y, aux)`` on the device (``identity`` skips the trip)."""
+    n = HOST_BLOCK_DRAWS
+    stop = -(-num_draws // n)
+    per_task = _per_task(xs.shape[1], 0, stop)
+    parts: list[list[np.ndarray]] = [[] for _ in range(len(xs))]
+    x64 = dtype == "float64"
+    with jax.enable_x64(x64):
+        aux_d = _device_aux(aux, dtype)
+    width = None
+    for _, count, outputs in _blocks(mechanism, key, xs, 0, stop, per_task, dtype):
+        for i, out in enumerate(outputs):
+            y, width = _rows(out, per_task * n, width, mechanism.name)
+            if transform is not identity:  # padded to one shape: one compile
+                with jax.enable_x64(x64):
+                    y = np.asarray(_transform_rows(y, aux_d, transform=transform))
+            parts[i].append(y[: count * n])
+    return np.stack([np.concatenate(p)[:num_draws] for p in parts])

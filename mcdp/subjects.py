@@ -1,0 +1,243 @@
+r"""Real subjects: the mechanisms of DP libraries as black boxes, and two NumPy
+controls.
+
+Each factory returns a :class:`~mcdp.mechanisms.Mechanism` made by
+:meth:`~mcdp.mechanisms.Mechanism.from_callable` for a scalar query of L1 (or
+L2) sensitivity ``sensitivity``, applied to every coordinate of the input row:
+
+* ``numpy-textbook-laplace``: :math:`x + \mathrm{Lap}(\Delta/\varepsilon)` in
+  float64 from ``numpy.random.Generator.laplace``, the textbook mechanism that
+  Mironov (2012) broke: its outputs under :math:`x' = 1` all lie on the grid
+  :math:`2^{-53}`, those under :math:`x = 0` do not (the known-broken control);
+* ``numpy-snapped-laplace``: a discrete Laplace on the grid :math:`2^{-k}` (the
+  input rounded to the grid, plus the grid step times a two-sided geometric
+  variable), which is :math:`\varepsilon`-DP for inputs on the grid (the correct
+  control);
+* diffprivlib's ``Laplace``, ``Gaussian`` and ``Geometric`` (``randomise`` once per
+  value; they draw from ``random.SystemRandom``, so they are not reproducible);
+* OpenDP's ``make_laplace`` and ``make_gaussian`` on float vectors (sampled on a
+  fine grid by exact arithmetic; OS randomness, not reproducible).
+
+The callables are module-level classes, so that worker processes can unpickle
+them. The libraries are optional (``pip install 'mcdp[audit-libs]'``); a factory
+whose library is missing raises :class:`ImportError` saying so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from mcdp import _validate
+from mcdp.mechanisms import Mechanism
+
+SNAP_BITS = 10  # the grid 2^-10 of the snapped Laplace
+
+
+def _require(module: str) -> None:
+    try:
+        __import__(module)
+    except ImportError as err:
+        raise ImportError(
+            f"{module} is not installed: pip install 'mcdp[audit-libs]' ({err})"
+        ) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class TextbookLaplace:
+    """``x + rng.laplace(0, scale)`` per coordinate, in float64."""
+
+    scale: float
+
+    def __call__(self, rng: np.random.Generator, x: np.ndarray, n: int):
+        return x[None, :] + rng.laplace(0.0, self.scale, size=(n, x.shape[0]))
+
+
+@dataclasses.dataclass(frozen=True)
+class SnappedLaplace:
+    r"""The discrete Laplace on the grid :math:`g = 2^{-k}`: :math:`g
+    \cdot (\mathrm{round}(x/g) + G_1 - G_2)` with :math:`G_i` geometric,
+    :math:`P[G_1 - G_2 = j] \propto e^{-g |j| / b}`."""
+
+    scale: float
+    bits: int = SNAP_BITS
+
+    def __call__(self, rng: np.random.Generator, x: np.ndarray, n: int):
+        step = 2.0**-self.bits
+        p = -math.expm1(-step / self.scale)
+        shape = (n, x.shape[0])
+        jumps = rng.geometric(p, size=shape) - rng.geometric(p, size=shape)
+        return (np.round(x / step)[None, :] + jumps) * step
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffprivlibScalar:
+    """A diffprivlib mechanism's ``randomise`` on every value (integers for
+    ``Geometric``); ``rng`` is not used: diffprivlib draws from
+    ``random.SystemRandom``."""
+
+    mechanism: str  # "Laplace", "Gaussian" or "Geometric"
+    options: tuple[tuple[str, float], ...]
+
+    def __call__(self, rng: np.random.Generator, x: np.ndarray, n: int):
+        import diffprivlib.mechanisms as mechanisms
+
+        mech = getattr(mechanisms, self.mechanism)(**dict(self.options))
+        if self.mechanism == "Geometric":
+            values = [int(round(v)) for v in x]
+        else:
+            values = [float(v) for v in x]
+        randomise = mech.randomise
+        return np.array(
+            [[randomise(v) for v in values] for _ in range(n)], dtype=np.float64
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenDPVector:
+    """OpenDP's ``make_laplace`` (L1) or ``make_gaussian`` (L2) on a float vector
+    of ``n * d`` entries (the row repeated): one call gives ``n`` outputs."""
+
+    measurement: str  # "make_laplace" or "make_gaussian"
+    scale: float
+
+    def __call__(self, rng: np.random.Generator, x: np.ndarray, n: int):
+        import opendp.prelude as dp
+
+        dp.enable_features("contrib")
+        size = n * x.shape[0]
+        metric = (
+            dp.l1_distance if self.measurement == "make_laplace" else dp.l2_distance
+        )
+        space = (
+            dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size),
+            metric(T=float),
+        )
+        release = getattr(dp.m, self.measurement)(*space, scale=self.scale)
+        out = release([float(v) for v in np.tile(x, n)])
+        return np.asarray(out, dtype=np.float64).reshape(n, x.shape[0])
+
+
+def gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+    r"""The classic calibration :math:`\sigma = \Delta\sqrt{2\ln(1.25/\delta)}/
+    \varepsilon` (Dwork and Roth, Thm A.1; for :math:`\varepsilon < 1`)."""
+    return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+
+
+def _check(epsilon: float, delta: float | None, sensitivity: float):
+    epsilon = _validate.positive("epsilon", epsilon)
+    sensitivity = _validate.positive("sensitivity", sensitivity)
+    if delta is not None:
+        delta = _validate.open_unit("delta", delta)
+    return epsilon, delta, sensitivity
+
+
+def numpy_textbook_laplace(epsilon: float, sensitivity: float = 1.0) -> Mechanism:
+    """The textbook float Laplace of NumPy: the known-broken control."""
+    epsilon, _, sensitivity = _check(epsilon, None, sensitivity)
+    return Mechanism.from_callable(
+        "numpy-textbook-laplace",
+        TextbookLaplace(sensitivity / epsilon),
+        claim="epsilon-DP",
+        flaw="float rounding: x' + eta lies on a coarser grid than x + eta "
+        "(Mironov 2012)",
+        library="numpy",
+    )
+
+
+def numpy_snapped_laplace(epsilon: float, sensitivity: float = 1.0) -> Mechanism:
+    """The discrete Laplace on the grid 2^-10 in NumPy: the correct control."""
+    epsilon, _, sensitivity = _check(epsilon, None, sensitivity)
+    return Mechanism.from_callable(
+        "numpy-snapped-laplace",
+        SnappedLaplace(sensitivity / epsilon),
+        claim="epsilon-DP",
+        library="numpy",
+    )
+
+
+def diffprivlib_laplace(epsilon: float, sensitivity: float = 1.0) -> Mechanism:
+    """diffprivlib's ``Laplace(epsilon, sensitivity)``."""
+    epsilon, _, sensitivity = _check(epsilon, None, sensitivity)
+    _require("diffprivlib")
+    options = (("epsilon", epsilon), ("sensitivity", sensitivity))
+    return Mechanism.from_callable(
+        "diffprivlib-laplace",
+        DiffprivlibScalar("Laplace", options),
+        claim="epsilon-DP",
+        reproducible=False,
+        library="diffprivlib",
+    )
+
+
+def diffprivlib_gaussian(
+    epsilon: float, delta: float, sensitivity: float = 1.0
+) -> Mechanism:
+    """diffprivlib's ``Gaussian(epsilon, delta, sensitivity)`` (epsilon <= 1)."""
+    epsilon, delta, sensitivity = _check(epsilon, delta, sensitivity)
+    _require("diffprivlib")
+    options = (("epsilon", epsilon), ("delta", delta), ("sensitivity", sensitivity))
+    return Mechanism.from_callable(
+        "diffprivlib-gaussian",
+        DiffprivlibScalar("Gaussian", options),
+        claim="(epsilon, delta)-DP",
+        reproducible=False,
+        library="diffprivlib",
+    )
+
+
+def diffprivlib_geometric(epsilon: float, sensitivity: float = 1.0) -> Mechanism:
+    """diffprivlib's ``Geometric(epsilon, sensitivity)`` on integer inputs."""
+    epsilon, _, sensitivity = _check(epsilon, None, sensitivity)
+    _require("diffprivlib")
+    options = (("epsilon", epsilon), ("sensitivity", int(round(sensitivity))))
+    return Mechanism.from_callable(
+        "diffprivlib-geometric",
+        DiffprivlibScalar("Geometric", options),
+        claim="epsilon-DP",
+        reproducible=False,
+        library="diffprivlib",
+    )
+
+
+def opendp_laplace(epsilon: float, sensitivity: float = 1.0) -> Mechanism:
+    """OpenDP's ``make_laplace`` at scale ``sensitivity / epsilon``."""
+    epsilon, _, sensitivity = _check(epsilon, None, sensitivity)
+    _require("opendp")
+    return Mechanism.from_callable(
+        "opendp-laplace",
+        OpenDPVector("make_laplace", sensitivity / epsilon),
+        claim="epsilon-DP",
+        reproducible=False,
+        library="opendp",
+    )
+
+
+def opendp_gaussian(
+    epsilon: float, delta: float, sensitivity: float = 1.0
+) -> Mechanism:
+    """OpenDP's ``make_gaussian`` at the classic scale :func:`gaussian_sigma`."""
+    epsilon, delta, sensitivity = _check(epsilon, delta, sensitivity)
+    _require("opendp")
+    return Mechanism.from_callable(
+        "opendp-gaussian",
+        OpenDPVector("make_gaussian", gaussian_sigma(epsilon, delta, sensitivity)),
+        claim="(epsilon, delta)-DP",
+        reproducible=False,
+        library="opendp",
+    )
+
+
+# name -> (factory, takes delta)
+SUBJECTS: dict[str, tuple[Callable[..., Mechanism], bool]] = {
+    "numpy-textbook-laplace": (numpy_textbook_laplace, False),
+    "numpy-snapped-laplace": (numpy_snapped_laplace, False),
+    "diffprivlib-laplace": (diffprivlib_laplace, False),
+    "diffprivlib-gaussian": (diffprivlib_gaussian, True),
+    "diffprivlib-geometric": (diffprivlib_geometric, False),
+    "opendp-laplace": (opendp_laplace, False),
+    "opendp-gaussian": (opendp_gaussian, True),
+}

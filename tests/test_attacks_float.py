@@ -1,0 +1,139 @@
+"""Attacks on floating-point outputs: the float layout against a plain-Python
+oracle, the float-support attack and the learned attack's bit features refuting
+the textbook float Laplace, and valid bounds over seeds for a snapped (discrete)
+Laplace whose true loss equals its claim.
+"""
+
+import math
+import struct
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+import mcdp
+from mcdp import learning, subjects
+from mcdp.attacks import ATTACKS, float_support_attack, learned_attack
+
+from conftest import FAIL_PROB, SEED, Z
+
+VALUES = [1.0, 1.5, 0.1, -0.75, 0.0, 2.0**-1074, 3.0 * 2.0**-60, -(2.0**52 + 1)]
+
+
+def _oracle(v: float) -> tuple[int, int]:
+    """(sign and exponent field, significant mantissa bits) from the bytes."""
+    bits = struct.unpack("<Q", struct.pack("<d", v))[0]
+    mantissa = bits & ((1 << 52) - 1)
+    trailing = 52 if mantissa == 0 else (mantissa & -mantissa).bit_length() - 1
+    return bits >> 52, 52 - trailing
+
+
+def test_float_bits_match_the_bytes():
+    with jax.enable_x64(True):
+        top, precision, _ = learning.float_bits(jnp.asarray(VALUES, jnp.float64))
+    assert [(int(t), int(p)) for t, p in zip(top, precision, strict=True)] == [
+        _oracle(v) for v in VALUES
+    ]
+    assert _oracle(1.5) == (1023, 1) and _oracle(1.0) == (1023, 0)
+
+
+def test_float_bits_in_float32():
+    top, precision, _ = learning.float_bits(jnp.asarray([1.5, 0.1], jnp.float32))
+    assert top.tolist() == [127, 123]
+    assert precision.tolist() == [1, 23 - 0]  # 0.1f has its last mantissa bit set
+
+
+def test_float_support_is_registered_and_checks_its_sample():
+    assert "float-support" in ATTACKS
+    with pytest.raises(ValueError, match="train_draws"):
+        float_support_attack(train_draws=1)
+    with pytest.raises(ValueError, match="features"):
+        learned_attack(features="pixels")
+
+
+def test_float_support_refutes_the_textbook_laplace():
+    """Under x' = 1 every output is a multiple of 2^-53, under x = 0 the outputs
+    in (-1/2, 1/2) are not (probability 1 - e^{-1/2}, about 0.39; more fire in
+    other binades, where x' reaches only a coarser grid still): the event has
+    probability 0 under x', so the bound grows like ln(0.4 n)."""
+    textbook = subjects.numpy_textbook_laplace(1.0)
+    r = mcdp.audit_delta(
+        textbook, 1.0, 0.0, 1, 20_000, pair="scalar-0-1",
+        attack=float_support_attack(train_draws=20_000), seed=SEED,
+    )  # fmt: skip
+    assert r.violated and r.epsilon_lower > 5
+    (_, _, speaks_for_x), (_, _, under_x_prime) = r.counts
+    p = -math.expm1(-0.5)  # P[|eta| < 1/2]
+    assert speaks_for_x / 20_000 > p - Z * math.sqrt(p * (1 - p) / 20_000)
+    assert under_x_prime <= 20  # binades never seen in training only
+
+
+def test_bit_features_refute_the_textbook_laplace():
+    textbook = subjects.numpy_textbook_laplace(1.0)
+    bits = learned_attack(train_draws=20_000, select_draws=20_000, features="bits")
+    r = mcdp.audit_delta(
+        textbook, 1.0, 0.0, 1, 50_000, pair="scalar-0-1", attack=bits, seed=SEED
+    )
+    assert r.violated and r.epsilon_lower > 1
+    assert r.events and all("(bits)" in e for e in r.events)
+
+
+def test_float_support_does_not_flag_the_snapped_laplace():
+    """One grid for both inputs: what fires is the tails' unseen binades only."""
+    snapped = subjects.numpy_snapped_laplace(1.0)
+    r = mcdp.audit_delta(
+        snapped, 1.0, 0.0, 1, 20_000, pair="scalar-0-1",
+        attack=float_support_attack(train_draws=20_000), seed=SEED,
+    )  # fmt: skip
+    assert not r.violated and r.epsilon_lower < 1
+
+
+def _false_alarms(attack, runs: int) -> int:
+    snapped = subjects.numpy_snapped_laplace(1.0)
+    flags = 0
+    for seed in range(SEED, SEED + runs):
+        r = mcdp.audit_delta(
+            snapped, 1.0, 0.0, 1, 4000, pair="scalar-0-1", attack=attack, seed=seed
+        )
+        flags += r.violated
+    return flags
+
+
+def test_bit_features_bound_is_valid_over_seeds():
+    """The snapped Laplace on inputs one unit apart, its sensitivity: the true
+    loss equals the claim, so every flag is a false alarm.
+    Over 30 seeds the flags of a 95 % bound stay at most the binomial quantile
+    at FAIL_PROB (2 flags expected at most; the region is [0, 7])."""
+    runs, alpha = 30, 0.05
+    bits = learned_attack(train_draws=2000, select_draws=4000, features="bits")
+    assert _false_alarms(bits, runs) <= stats.binom.isf(FAIL_PROB, runs, alpha)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["learned-bits", "float-support"])
+def test_bounds_are_valid_over_many_seeds(name):
+    runs, alpha = 200, 0.05
+    attack = {
+        "learned-bits": learned_attack(
+            train_draws=2000, select_draws=4000, features="bits"
+        ),
+        "float-support": float_support_attack(train_draws=4000),
+    }[name]
+    assert _false_alarms(attack, runs) <= stats.binom.isf(FAIL_PROB, runs, alpha)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_support_refutes_the_jax_laplace_in_floats(dtype):
+    """mcdp's own ``laplace`` is a textbook float Laplace too: on x = +-1 an output
+    in [1/2, 1) comes from eta in [-1/2, 0) under +1 (full precision) but from
+    eta in [3/2, 2) under -1 (a grid twice as coarse), so about a quarter of the
+    outputs under one input are impossible under the other, whatever the dtype;
+    its true loss on real numbers is 2."""
+    r = mcdp.audit_delta(
+        "laplace", 2.0, 0.0, 1, 10_000, pair="axis", dtype=dtype,
+        attack=float_support_attack(train_draws=10_000), seed=SEED,
+    )  # fmt: skip
+    assert r.attack == "float-support" and r.violated and r.epsilon_lower > 4
+    assert np.sum(r.counts) == 20_000

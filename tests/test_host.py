@@ -1,0 +1,188 @@
+"""Black-box mechanisms (Mechanism.from_callable) in the engine: the counts of a seed
+do not depend on the chunk size, the number of workers or where a run resumed;
+draw and iter_counts see the same outputs; bad callables give one-line errors.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mcdp
+from mcdp import host, sampling
+from mcdp.attacks import Attack
+
+from conftest import SEED, assert_one_line_error
+
+PAIR = np.array([[0.0, 0.5], [1.0, 0.5]])
+DRAWS = 3 * host.HOST_BLOCK_DRAWS + 5 * sampling.BLOCK_DRAWS + 17  # ragged
+
+
+def laplace_rows(rng, x, n):
+    """Module level, so worker processes can unpickle it."""
+    return x[None, :] + rng.laplace(0.0, 1.0, size=(n, x.shape[0]))
+
+
+def _first_coordinate(y, aux):
+    """Three outcomes: how many of the thresholds in aux the first coordinate
+    reaches."""
+    return jnp.searchsorted(aux, y[:, 0], side="right").astype(jnp.int32)
+
+
+THREE = Attack("first", 3, _first_coordinate)
+AUX = np.array([0.0, 1.0])
+MECH = mcdp.Mechanism.from_callable("laplace-rows", laplace_rows)
+
+
+def _counts(mechanism, draws=DRAWS, **kwargs):
+    return sampling.count_outcomes(
+        sampling.key(SEED), mechanism, THREE, PAIR, None, draws, aux=AUX, **kwargs
+    )
+
+
+def test_counts_do_not_depend_on_the_chunk_size(monkeypatch):
+    default = _counts(MECH)
+    assert default.sum(axis=1).tolist() == [DRAWS, DRAWS]
+    monkeypatch.setattr(host, "TASK_SCALARS", host.HOST_BLOCK_DRAWS)  # 1 per task
+    progress = list(
+        sampling.iter_counts(
+            sampling.key(SEED), MECH, THREE, PAIR, None, DRAWS, aux=AUX
+        )
+    )
+    assert len(progress) == 4  # one host block per chunk
+    assert all(p.draws % sampling.BLOCK_DRAWS == 0 for p in progress[:-1])
+    np.testing.assert_array_equal(progress[-1].counts, default)
+
+
+def test_counts_do_not_depend_on_the_workers():
+    default = _counts(MECH)
+    processes = _counts(MECH._replace(workers=2))  # picklable: processes
+    np.testing.assert_array_equal(processes, default)
+    closure = mcdp.Mechanism.from_callable(
+        "closure", lambda rng, x, n: laplace_rows(rng, x, n), workers=2
+    )  # a lambda cannot be pickled: threads
+    np.testing.assert_array_equal(_counts(closure), default)
+
+
+def test_a_resumed_run_gives_the_counts_of_one_run():
+    whole = _counts(MECH)
+    # a resume point inside a host block: the block is drawn again, its first
+    # rows skipped
+    part = 2 * host.HOST_BLOCK_DRAWS + 3 * sampling.BLOCK_DRAWS
+    first = _counts(MECH, draws=part)
+    resumed = _counts(MECH, resume=sampling.Progress(part, first))
+    np.testing.assert_array_equal(resumed, whole)
+
+
+def test_the_counts_are_those_of_the_drawn_outputs():
+    """draw and iter_counts use the same host blocks of a key; another key gives
+    other outputs (so the learned attack's samples are not the counted one)."""
+    key = sampling.key(SEED)
+    outputs = sampling.draw(key, MECH, PAIR, None, DRAWS)
+    assert outputs.shape == (2, DRAWS, 2) and outputs.dtype == np.float64
+    expected = [np.bincount(np.searchsorted(AUX, y[:, 0], "right"), minlength=3)
+                for y in outputs]  # fmt: skip
+    np.testing.assert_array_equal(_counts(MECH), expected)
+    other = sampling.draw(sampling.key(SEED + 1), MECH, PAIR, None, 1000)
+    assert not np.any(other[:, :, 0] == outputs[:, :1000, 0])
+
+
+def test_outputs_follow_the_callable():
+    """The first host block of input i is fn(generator of (i, 0), x_i, n)."""
+    key = sampling.key(SEED)
+    outputs = sampling.draw(key, MECH, PAIR, None, 10)
+    for i, x in enumerate(PAIR):
+        rng = host.block_generator(host.entropy(key), i, 0)
+        np.testing.assert_array_equal(
+            outputs[i], laplace_rows(rng, x, host.HOST_BLOCK_DRAWS)[:10]
+        )
+
+
+def test_audit_records_the_black_box():
+    mech = mcdp.Mechanism.from_callable(
+        "rows", laplace_rows, claim="epsilon-DP", library="numpy"
+    )
+    r = mcdp.audit_delta(mech, 1.0, 0.0, 1, 2000, pair="scalar-0-1", attack="majority")
+    assert r.callable == "test_host:laplace_rows"
+    assert r.library == f"numpy=={np.__version__}" and r.reproducible
+    assert "black box test_host:laplace_rows" in str(r)
+    record = r.to_dict()
+    assert record["callable"] == r.callable and record["reproducible"] is True
+    blind = mech._replace(reproducible=False)
+    r = mcdp.audit_delta(blind, 1.0, 0.0, 1, 2000, pair="scalar-0-1", attack="majority")
+    assert r.reproducible is False and "not reproducible" in str(r)
+    jax_record = mcdp.audit_delta("laplace", 1.0, 0.0, 1, 1000, pair="scalar-0-1")
+    assert jax_record.callable is None and jax_record.reproducible
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"name": "", "fn": laplace_rows}, "name"),
+        ({"name": "m", "fn": 3}, "fn"),
+        ({"name": "m", "fn": laplace_rows, "workers": 0}, "workers"),
+        ({"name": "m", "fn": laplace_rows, "reproducible": "no"}, "reproducible"),
+        ({"name": "m", "fn": laplace_rows, "library": "no-such-lib-xyz"}, "library"),
+    ],
+)
+def test_bad_arguments_name_themselves(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment) as info:
+        mcdp.Mechanism.from_callable(**kwargs)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "fn, fragment",
+    [
+        (lambda rng, x, n: rng.normal(size=n - 1), "first axis n = 16384"),
+        (lambda rng, x, n: np.float64(1.0), "first axis"),
+        (lambda rng, x, n: np.zeros(n, dtype=complex), "real numbers"),
+        (lambda rng, x, n: np.array(["a"] * n), "real numbers"),
+    ],
+)
+def test_a_callable_with_bad_outputs_fails_with_one_line(fn, fragment):
+    mech = mcdp.Mechanism.from_callable("bad", fn)
+    with pytest.raises(ValueError, match=fragment) as info:
+        mcdp.audit_delta(mech, 1.0, 0.0, 1, 100, pair="scalar-0-1", attack="majority")
+    assert "'bad'" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_black_box_does_not_run_under_jax():
+    with pytest.raises(ValueError, match="on the host"):
+        MECH.sample(sampling.key(0), jnp.zeros((1, 1)), None)
+
+
+def test_cli_audits_a_callable(tmp_path, capsys, monkeypatch):
+    from mcdp.cli import main
+
+    np.save(tmp_path / "pair.npy", np.array([[0.0], [1.0]]))
+    (tmp_path / "shipped.py").write_text(
+        "def sample(rng, x, n):\n"
+        "    return x[None, :] + rng.laplace(0.0, 1.0, size=(n, x.shape[0]))\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    args = ["audit", "--callable", "shipped:sample", "--epsilon", "1", "--pair",
+            "pair.npy", "--attack", "majority", "--draws", "2000", "--library",
+            "numpy", "--json"]  # fmt: skip
+    assert main(args) == 0
+    import json
+
+    record = json.loads(capsys.readouterr().out)
+    assert record["callable"] == "shipped:sample" and record["dim"] == 1
+    assert record["library"] == f"numpy=={np.__version__}"
+    assert record["mechanism"] == "sample" and record["draws"] == 2000
+
+
+@pytest.mark.parametrize(
+    "extra, fragments",
+    [
+        (["--callable", "nocolon", "--dim", "1"], ["--callable", "MODULE:NAME"]),
+        (["--callable", "no_such_mod_xyz:f", "--dim", "1"], ["cannot import"]),
+        (["--callable", "json:nope", "--dim", "1"], ["--callable", "no attribute"]),
+        (["--callable", "json:__name__", "--dim", "1"], ["fn(rng, x, n)"]),
+        (["--callable", "json:dumps", "--pair", "axis"], ["--dim"]),
+        (["--mechanism", "laplace", "--workers", "2", "--dim", "1"], ["--workers"]),
+    ],
+)
+def test_cli_bad_callables_give_one_line(capsys, extra, fragments):
+    args = ["audit", "--epsilon", "1", "--draws", "100", *extra]
+    assert_one_line_error(capsys, args, *fragments)

@@ -1,0 +1,72 @@
+"""Real subjects: the NumPy controls always; diffprivlib's and OpenDP's mechanisms
+where the extra ``mcdp[audit-libs]`` is installed (skipped cleanly otherwise)."""
+
+import numpy as np
+import pytest
+
+import mcdp
+from mcdp import subjects
+from mcdp.attacks import float_support_attack
+
+from conftest import SEED
+
+ATTACK = float_support_attack(train_draws=16_384)
+
+
+def _audit(mech, epsilon=1.0, delta=0.0, draws=16_384):
+    return mcdp.audit_delta(
+        mech, epsilon, delta, 1, draws, pair="scalar-0-1", attack=ATTACK, seed=SEED
+    )
+
+
+def test_numpy_controls_are_reproducible_and_named():
+    textbook = subjects.numpy_textbook_laplace(1.0)
+    first, again = _audit(textbook), _audit(textbook)
+    assert first.counts == again.counts and first.reproducible
+    assert first.violated and first.library == f"numpy=={np.__version__}"
+    assert first.callable == "mcdp.subjects:TextbookLaplace"
+    assert not _audit(subjects.numpy_snapped_laplace(1.0)).violated
+
+
+def test_snapped_laplace_is_a_discrete_laplace():
+    """P[y = x] = tanh(g / 2b) for the two-sided geometric on the grid g."""
+    rng = np.random.default_rng(SEED)
+    n, scale = 200_000, 2.0**-8
+    y = subjects.SnappedLaplace(scale)(rng, np.array([1.0]), n)
+    p = np.tanh(2.0**-subjects.SNAP_BITS / (2 * scale))
+    assert abs(np.mean(y == 1.0) - p) < 4.5 * np.sqrt(p * (1 - p) / n)
+    assert np.all(np.round(y * 2**subjects.SNAP_BITS) == y * 2**subjects.SNAP_BITS)
+
+
+@pytest.mark.parametrize(
+    "call, fragment",
+    [
+        (lambda: subjects.numpy_textbook_laplace(0.0), "epsilon"),
+        (lambda: subjects.numpy_snapped_laplace(1.0, sensitivity=-1), "sensitivity"),
+        (lambda: subjects.opendp_gaussian(0.5, 2.0), "delta"),
+    ],
+)
+def test_bad_calibrations_name_the_argument(call, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        call()
+
+
+@pytest.mark.audit_libs
+@pytest.mark.parametrize(
+    "name, refuted",
+    [
+        ("diffprivlib-laplace", True),  # a float Laplace: y = 1 - b S on 2^-53
+        ("diffprivlib-gaussian", True),
+        ("diffprivlib-geometric", False),
+        ("opendp-laplace", False),  # sampled on a fine grid, exactly
+        ("opendp-gaussian", False),
+    ],
+)
+def test_library_mechanisms(name, refuted):
+    pytest.importorskip("diffprivlib" if name.startswith("diff") else "opendp")
+    factory, takes_delta = subjects.SUBJECTS[name]
+    epsilon, delta = (0.5, 1e-5) if takes_delta else (1.0, 0.0)
+    mech = factory(epsilon, delta) if takes_delta else factory(epsilon)
+    r = _audit(mech, epsilon, delta)
+    assert r.reproducible is False and r.library.startswith(name.split("-")[0])
+    assert r.violated is refuted
