@@ -20,33 +20,14 @@ import math
 import sys
 from pathlib import Path
 
-import jax
-import numpy as np
-
 import mcdp
 from mcdp._validate import parse_count
-from mcdp.mechanisms.suite import SUITE
-from mcdp.pairs import make_pair
+from mcdp.mechanisms.suite import SUITE, worst_pair
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import DP_SNIPER, STATDP  # noqa: E402
 
 CONFIDENCE = 0.9
-
-
-def worst_pair(name: str) -> tuple[str, float | None]:
-    """The case's named pair of the largest exact loss (the first of equals)."""
-    case = SUITE[name]
-    mech = mcdp.get_mechanism(name)
-    params = mech.calibrate(case.epsilon, 0.0, case.dim, 1.0)
-    host = jax.tree.map(np.asarray, params)
-    best, best_loss = case.pairs[0], -math.inf
-    for pair in case.pairs:
-        tx = mech.transformed(make_pair(pair, case.dim, 1.0), params)
-        loss = mech.exact_epsilon(host, tx)
-        if loss is not None and loss > best_loss:
-            best, best_loss = pair, loss
-    return best, (None if best_loss == -math.inf else best_loss)
 
 
 def run(draws: list[int], path: Path, names: list[str]) -> None:
