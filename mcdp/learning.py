@@ -41,6 +41,7 @@ STEPS = 400  # optimiser steps
 BATCH = 1 << 16  # outputs per step: the whole sample up to this size, else a minibatch
 SHUFFLE_SEED = 0  # the fixed shuffle of a sample larger than a batch
 LEARNING_RATE = 0.05
+SELECTION_CONFIDENCE = 0.9  # the rates a threshold is chosen on: ends of this interval
 
 
 MAX_ATOMS = 16  # atoms per output coordinate, the most frequent
@@ -308,25 +309,34 @@ def predicted_bounds(
 ) -> np.ndarray:
     r"""For every threshold :math:`t`, the lower bound that the events
     :math:`\{s \ge t\}` and :math:`\{s < t\}` (both orders) would give on a final
-    sample of ``draws`` per input if their counts came out at the rates seen here:
-    the pure-epsilon bound :math:`\ln P_{lo}/P_{hi}` where ``delta`` is 0, else
-    :math:`P_{lo} - e^\varepsilon P_{hi}`, each Clopper–Pearson end at the
-    Bonferroni share of ``2 num_events`` intervals. A rate is shrunk to
-    :math:`(k + 1/2)/(n + 1)`, so that an event never seen here is not taken as
-    impossible.
+    sample of ``draws`` per input: the pure-epsilon bound :math:`\ln P_{lo}/P_{hi}`
+    where ``delta`` is 0, else :math:`P_{lo} - e^\varepsilon P_{hi}`, each
+    Clopper–Pearson end at the Bonferroni share of ``2 num_events`` intervals.
+
+    The rates it assumes are pessimistic ends of their own estimates here (the
+    Clopper–Pearson interval at :data:`SELECTION_CONFIDENCE` of this sample's
+    counts): the input the event speaks for at its lower end, the other at its upper
+    end. Taken at face value, the counts of a rare event promise too much: among
+    many thresholds, the rarest win by their noise (the winner's curse), and the
+    final sample, which has no such luck, bounds nothing.
     """
-    rates = []
+    counts = []
     for s in (s_first, s_second):
         ordered = np.sort(s)
-        at_least = len(s) - np.searchsorted(ordered, thresholds, side="left")
-        rates.append((at_least + 0.5) / (len(s) + 1))
-    p_first, p_second = rates  # P[s >= t] under each input
+        counts.append(len(s) - np.searchsorted(ordered, thresholds, side="left"))
+    (k_first, k_second), (n_first, n_second) = counts, (len(s_first), len(s_second))
     per_interval = 1 - (1 - confidence) / (2 * num_events)
     best = np.full(len(thresholds), -np.inf)
-    for a, b in ((p_first, p_second), (1 - p_second, 1 - p_first)):
+    events = (  # (count, size) under each input, for {s >= t} and {s < t}
+        ((k_first, n_first), (k_second, n_second)),
+        ((n_first - k_first, n_first), (n_second - k_second, n_second)),
+    )
+    for a, b in events:
         for high, low in ((a, b), (b, a)):  # the event speaks for `high`'s input
-            lower, _ = clopper_pearson_arrays(high * draws, draws, per_interval)
-            _, upper = clopper_pearson_arrays(low * draws, draws, per_interval)
+            p_high, _ = clopper_pearson_arrays(*high, SELECTION_CONFIDENCE)
+            _, p_low = clopper_pearson_arrays(*low, SELECTION_CONFIDENCE)
+            lower, _ = clopper_pearson_arrays(p_high * draws, draws, per_interval)
+            _, upper = clopper_pearson_arrays(p_low * draws, draws, per_interval)
             with np.errstate(divide="ignore"):
                 if delta == 0:
                     value = np.log(lower) - np.log(upper)
