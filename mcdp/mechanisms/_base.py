@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp._types import Array, PRNGKey
+from mcdp.domains import InputDomain
 from mcdp.exact import laplace_delta
 
 LogProbs = tuple[np.ndarray, np.ndarray]
@@ -80,6 +81,7 @@ class Mechanism(NamedTuple):
     noise_bound: Callable[[Any], Any] | None = None
     exact_delta: Callable[[Any, np.ndarray, float], float | None] | None = None
     exact_epsilon: Callable[[Any, np.ndarray], float | None] | None = None
+    domain: InputDomain | None = None
 
     def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
         """``e2_params(epsilon, dim, **options)``, or a one-line error naming the
