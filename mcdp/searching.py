@@ -48,7 +48,7 @@ import numpy as np
 from mcdp import _validate
 from mcdp.attacks import LEARNED, Attack, get_attack, learned_attack
 from mcdp.auditing import PROFILE_EPSILONS, delta_audit_runs
-from mcdp.domains import InputDomain
+from mcdp.domains import InputDomain, check_relation
 from mcdp.mechanisms import SUITE, Mechanism, get_mechanism
 from mcdp.pairs import PAIRS, make_pair
 from mcdp.records import DeltaAuditResult, SearchCandidate, SearchResult, provenance
@@ -150,9 +150,10 @@ def gradient_pairs(
         pairs = jnp.asarray(starts, dtype=dtype)
         state = optimiser.init(pairs)
         for step in range(steps):
-            # ascent: optax minimises, so follow the negative gradient of -objective
+            # ascent: optax minimises, so it is given the gradient of -objective
             g = -grad(pairs, jax.random.fold_in(key, step))
-            updates, state = optimiser.update(g, state, pairs)
+            with jax.numpy_dtype_promotion("standard"):  # optax mixes int and float
+                updates, state = optimiser.update(g, state, pairs)
             moved = np.asarray(optax.apply_updates(pairs, updates), dtype=np.float64)
             projected = np.stack([domain.project(p) for p in moved])
             pairs = jnp.asarray(projected, dtype=dtype)
@@ -324,6 +325,7 @@ def search(
                 f"mechanism {mech.name!r} has no calibrate: pass params= explicitly."
             )
         params = mech.calibrate(epsilon, delta, dim, clip)
+    check_relation(mech.domain.relation)
     domain = mech.domain.at(clip)
     identity = f"search/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{clip!r}"
     root = cell_key(seed, identity, prng)
