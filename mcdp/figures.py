@@ -188,7 +188,7 @@ def _search_budget(s: FigureSettings, log) -> dict[str, Any]:
     :data:`SEARCH_BUDGETS`) with the lr attack; a few minutes on a 2-core CPU."""
     from mcdp.mechanisms import get_mechanism
     from mcdp.pairs import PAIRS, make_pair
-    from mcdp.searching import search
+    from mcdp.searching import CONFIRM, search
 
     cases = []
     for name, epsilon, dim in SEARCH_CASES:
@@ -207,6 +207,7 @@ def _search_budget(s: FigureSettings, log) -> dict[str, Any]:
         for budget in SEARCH_BUDGETS:
             result = search(
                 name, epsilon, 0.0, dim, budget=budget, attack="lr",
+                confirm=min(CONFIRM, budget),
                 draws=s.search_draws, screen_draws=s.search_screen_draws,
                 seed=s.seed, confidence=s.confidence, dtype=s.dtype,
             )  # fmt: skip
