@@ -165,7 +165,7 @@ def test_confirmed_bound_is_valid_for_a_correct_mechanism():
     which each search raises with probability at most 1 - confidence = 0.05. Over R
     seeds the count of false alarms must stay within the upper end of the binomial
     acceptance region of Bin(R, 0.05) at the suite's FAIL_PROB."""
-    runs = 12
+    runs = 30
     alarms = 0
     for r in range(runs):
         result = mcdp.search(
