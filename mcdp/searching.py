@@ -30,8 +30,9 @@ Nothing of the confirmation draws feeds back into the choice; the gradient and
 the random proposals have keys of their own (``GRADIENT_TAG``, ``PROPOSE_TAG``).
 ``root`` is :func:`mcdp.sampling.cell_key` of the seed and the search's identity
 (mechanism, epsilon, delta, d, clip); a candidate's keys depend on its label only,
-so a larger budget screens a superset of the candidates of a smaller one, on the
-same draws.
+and each random pair and gradient start has a key of its own, so a larger budget
+screens a superset of the candidates of a smaller one (gradient pairs up to
+rounding, once their number stops growing), on the same draws.
 """
 
 from __future__ import annotations
@@ -227,7 +228,11 @@ def propose(
     randoms = left - gradient if "random" in sources else 0
     grad_key = jax.random.fold_in(root, GRADIENT_TAG)
     if gradient:
-        starts = domain.random_pairs(jax.random.fold_in(grad_key, 0), gradient, dim)
+        # one key per start, so that start g is the same whatever their number
+        starts = np.stack([
+            domain.random_pairs(jax.random.fold_in(grad_key, 2 + g), 1, dim)[0]
+            for g in range(gradient)
+        ])  # fmt: skip
         found = gradient_pairs(
             mech, params, domain, starts, jax.random.fold_in(grad_key, 1), dtype=dtype
         )
