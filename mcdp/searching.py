@@ -156,6 +156,8 @@ def gradient_pairs(
             with jax.numpy_dtype_promotion("standard"):  # optax mixes int and float
                 updates, state = optimiser.update(g, state, pairs)
             moved = np.asarray(optax.apply_updates(pairs, updates), dtype=np.float64)
+            # an infinite loss (bounded noise) can make a step NaN: stay put there
+            moved = np.where(np.isfinite(moved), moved, np.asarray(pairs, np.float64))
             projected = np.stack([domain.project(p) for p in moved])
             pairs = jnp.asarray(projected, dtype=dtype)
     return np.stack([domain.project(p) for p in np.asarray(pairs, np.float64)])
