@@ -14,6 +14,7 @@ from mcdp.auditing import (
     audit_to_width_iter,
     draws_for_target,
 )
+from mcdp.domains import InputDomain
 from mcdp.exact import ExactE2, exact_delta, exact_e2
 from mcdp.experiments import E4Spec, GridSpec, run_grid
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
@@ -22,10 +23,12 @@ from mcdp.records import (
     DeltaAuditResult,
     ProfilePoint,
     Provenance,
+    SearchResult,
     TargetWidthResult,
 )
 from mcdp.records import __version__ as __version__
 from mcdp.sampling import count_outcomes, iter_counts
+from mcdp.searching import search
 from mcdp.statistics import Estimate, clopper_pearson, loss_estimate
 
 _compilation_cache.enable()
@@ -42,9 +45,11 @@ __all__ = [
     "Estimate",
     "ExactE2",
     "GridSpec",
+    "InputDomain",
     "Mechanism",
     "ProfilePoint",
     "Provenance",
+    "SearchResult",
     "TargetWidthResult",
     "audit",
     "audit_delta",
@@ -62,4 +67,5 @@ __all__ = [
     "iter_counts",
     "loss_estimate",
     "run_grid",
+    "search",
 ]

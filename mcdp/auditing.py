@@ -640,9 +640,39 @@ def audit_delta_iter(
         else:
             params = mech.calibrate(epsilon, delta, dim, clip)
     epsilons = sorted({float(e) for e in profile_epsilons} | {epsilon})
-    start = time.perf_counter()  # the attack's preparation counts too
     identity = f"delta/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{pair_name}"
     key = cell_key(seed, identity, prng)
+    yield from delta_audit_runs(
+        key, mech, epsilon, float(delta), dim, draws, xs, pair_name, attack,
+        clip=clip, seed=seed, confidence=confidence, dtype=dtype, params=params,
+        epsilons=epsilons, prng=prng,
+    )  # fmt: skip
+
+
+def delta_audit_runs(
+    key: jax.Array,
+    mech: Mechanism,
+    epsilon: float,
+    delta: float,
+    dim: int,
+    draws: int,
+    xs: np.ndarray,
+    pair_name: str,
+    attack: Attack,
+    *,
+    clip: float,
+    seed: int,
+    confidence: float,
+    dtype: str,
+    params: Any,
+    epsilons: Sequence[float],
+    prng: str,
+) -> Iterator[DeltaAuditResult]:
+    """The (epsilon, delta) audit of :func:`audit_delta_iter` on an explicit key
+    and validated arguments (``params`` given, ``epsilons`` sorted with the
+    claimed one among them); :func:`mcdp.search` gives each audit a key of its
+    own. ``seed`` only goes into the records."""
+    start = time.perf_counter()  # the attack's preparation counts too
     bound, aux = _bind(
         attack, mech, xs, params, epsilons, dtype, key, epsilon=epsilon,
         delta=float(delta), draws=draws, confidence=confidence,

@@ -31,9 +31,15 @@ FIGURES = (
     "trlaplace-audit",
     "benchmarks-suite",
     "benchmarks-tradeoff",
+    "search-budget",
 )
 # the cases whose trade-off points the benchmarks-tradeoff figure shows
 TRADEOFF_CASES = ("noisy-hist2", "report-noisy-max3", "laplace-parallel")
+# the search-budget figure: (mechanism, epsilon, d), each searched with the lr
+# attack at every budget of SEARCH_BUDGETS (ADePT's named pairs start with its
+# claimed worst case, the axis; the diagonal is the true one)
+SEARCH_CASES = (("adept", 1.0, 8), ("prefix-sum", 0.1, 10), ("noisy-hist2", 0.1, 5))
+SEARCH_BUDGETS = (1, 2, 4, 8, 16, 32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +53,8 @@ class FigureSettings:
     e4_draws: int = 100_000  # per input and cell of the TrLaplace audit
     sampler_draws: int = 100_000  # per sampler of ACL 2022 Figure 2 (as the paper)
     suite_draws: int = 100_000  # per input and cell of the benchmark suite
+    search_draws: int = 200_000  # per input, each confirmation of the input search
+    search_screen_draws: int = 20_000  # per input, each screening of the search
     seed: int = 0
     confidence: float = 0.95
     dtype: str = "float64"
@@ -67,6 +75,15 @@ class FigureSettings:
             ),
             suite_draws=_validate.integer(
                 "suite_draws", self.suite_draws, low=1, high=_validate.MAX_DRAWS
+            ),
+            search_draws=_validate.integer(
+                "search_draws", self.search_draws, low=1, high=_validate.MAX_DRAWS
+            ),
+            search_screen_draws=_validate.integer(
+                "search_screen_draws",
+                self.search_screen_draws,
+                low=1,
+                high=_validate.MAX_DRAWS,
             ),
             seed=_validate.integer("seed", self.seed, low=0, high=_validate.MAX_SEED),
             confidence=_validate.open_unit("confidence", self.confidence),
@@ -157,7 +174,66 @@ def make_figures(
             fig = plotting.tradeoff(records)
             written += _save(fig, s.out_dir, "benchmarks-tradeoff", records)
         log(f"benchmarks: {time.perf_counter() - start:.1f} s")
+    if "search-budget" in names:
+        start = time.perf_counter()
+        data = _search_budget(s, log)
+        fig = plotting.search_budget(data)
+        written += _save(fig, s.out_dir, "search-budget", data)
+        log(f"search-budget: {time.perf_counter() - start:.1f} s")
     return written
+
+
+def _search_budget(s: FigureSettings, log) -> dict[str, Any]:
+    """One search per case and budget (:data:`SEARCH_CASES`,
+    :data:`SEARCH_BUDGETS`) with the lr attack; a few minutes on a 2-core CPU."""
+    from mcdp.mechanisms import get_mechanism
+    from mcdp.pairs import PAIRS, make_pair
+    from mcdp.searching import CONFIRM, search
+
+    cases = []
+    for name, epsilon, dim in SEARCH_CASES:
+        mech = get_mechanism(name)
+        params = mech.calibrate(epsilon, 0.0, dim, 1.0)
+        domain = mech.domain.at(1.0)
+        named = []
+        for pair in PAIRS:
+            try:
+                xs = make_pair(pair, dim)
+            except ValueError:
+                continue
+            if domain.contains(xs):
+                named.append(mech.exact_epsilon(params, mech.transformed(xs, params)))
+        runs = []
+        for budget in SEARCH_BUDGETS:
+            result = search(
+                name, epsilon, 0.0, dim, budget=budget, attack="lr",
+                confirm=min(CONFIRM, budget),
+                draws=s.search_draws, screen_draws=s.search_screen_draws,
+                seed=s.seed, confidence=s.confidence, dtype=s.dtype,
+            )  # fmt: skip
+            runs.append(
+                {
+                    "budget": budget,
+                    "epsilon_lower": result.epsilon_lower,
+                    "epsilon_exact": result.epsilon_exact,
+                    "witness_label": result.witness_label,
+                    "witness": result.witness,
+                    "seconds": result.seconds,
+                }
+            )
+            log(f"search {name} budget {budget}: {result.epsilon_lower:.4g}")
+        best = max((e for e in named if e is not None), default=None)
+        cases.append(
+            {"mechanism": name, "epsilon": epsilon, "dim": dim, "attack": "lr",
+             "best_named_exact": best, "runs": runs}
+        )  # fmt: skip
+    return {
+        "settings": _settings_json(s),
+        "confidence": s.confidence,
+        "draws": s.search_draws,
+        "screen_draws": s.search_screen_draws,
+        "cases": cases,
+    }
 
 
 def _suite_grid(s: FigureSettings, progress: bool, log) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from importlib import metadata
 from typing import Any
 
 import jax
+import numpy as np
 
 try:
     __version__ = metadata.version("mcdp")
@@ -395,4 +396,106 @@ class DeltaAuditResult(Record):
         return (
             f"{head}delta claimed {self.delta_claimed:.3g}, lower "
             f"{self.delta_lower:.3g}, estimate {self.delta_estimate:.3g}{flag}"
+        )
+
+
+# --- the input search --------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchCandidate:
+    """One pair the search screened: where it came from (``named``, ``random`` or
+    ``gradient``), its label (the pattern's name, or the source and an index), the
+    pair, its screening score (``score``, the lower bound that ranks candidates,
+    and ``estimate``, the point estimate that breaks ties) and, where it was among
+    the best ``confirm``, the confirmed lower bound on the final draws."""
+
+    label: str
+    source: str
+    pair: list[list[float]]
+    score: float
+    estimate: float
+    confirmed: bool
+    confirmed_lower: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SearchResult(Record):
+    """A search over neighbouring pairs (:func:`mcdp.search`).
+
+    ``candidates`` were screened on draws that no confirmation uses; the best
+    ``confirm`` of them were audited again on fresh draws, each at confidence
+    ``1 - (1 - confidence) / confirm``, so the witness's bounds (``epsilon_lower``,
+    ``delta_lower``) hold at ``confidence`` although the witness is the best of
+    those confirmations. ``witness_audit`` is the witness's confirmation (a
+    :class:`DeltaAuditResult` as a dict, at its corrected confidence). ``score``
+    says what ranks pairs: ``epsilon_lower`` for a pure claim (``delta = 0``),
+    ``delta_lower`` otherwise.
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    dim: int
+    clip: float
+    attack: str
+    screen_attack: str
+    budget: int
+    confirm: int
+    draws: int
+    screen_draws: int
+    seed: int
+    confidence: float
+    domain: dict[str, Any]
+    score: str
+    witness: list[list[float]]
+    witness_label: str
+    epsilon_lower: float
+    epsilon_exact: float | None
+    delta_lower: float
+    delta_estimate: float
+    violated: bool
+    witness_audit: dict[str, Any]
+    candidates: list[SearchCandidate]
+    seconds: float
+    screen_seconds: float
+    dtype: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+        candidates = [SearchCandidate(**c) for c in data["candidates"]]
+        return cls(**(data | {"candidates": candidates}))
+
+    def __str__(self) -> str:
+        exact = "unknown" if self.epsilon_exact is None else _fmt(self.epsilon_exact)
+        rows = sorted(self.candidates, key=lambda c: -c.score)
+        shown = [
+            f"  {c.label:<28} {c.source:<8} screen {_fmt(c.score):>8}"
+            + (
+                f"  confirmed {_fmt(c.confirmed_lower)}"
+                if c.confirmed_lower is not None
+                else ""
+            )
+            for c in rows[: max(self.confirm, 8)]
+        ]
+        verdict = "VIOLATED" if self.violated else "not refuted"
+        pair = np.array2string(np.asarray(self.witness), precision=4)
+        return "\n".join(
+            [
+                f"{self.mechanism}: search over {len(self.candidates)} pairs "
+                f"({self.domain['relation']} relation, d = {self.dim}), "
+                f"{self.attack} attack; screened on {self.screen_draws:,} draws, "
+                f"best {self.confirm} confirmed on {self.draws:,} fresh draws "
+                f"(seed {self.seed})",
+                "best screened (lower bound of the score):",
+                *shown,
+                f"witness {self.witness_label}: {pair}",
+                f"pure epsilon: {self.confidence:.0%} lower bound "
+                f"{_fmt(self.epsilon_lower)}, exact {exact}",
+                f"delta at epsilon = {self.epsilon:g}: {self.confidence:.0%} lower "
+                f"bound {self.delta_lower:.4g} (claimed {self.delta:.4g})",
+                f"claim ({self.epsilon:g}, {self.delta:.4g}) {verdict}",
+                f"{self.seconds:.1f} s ({self.screen_seconds:.1f} s screening) on "
+                f"{self.backend}",
+            ]
         )

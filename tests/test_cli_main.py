@@ -39,4 +39,4 @@ def test_python_m_mcdp_cli():
         text=True,
         check=True,
     )
-    assert "{audit,violations,sensitivity,grid,figures}" in run.stdout
+    assert "{audit,search,violations,sensitivity,grid,figures}" in run.stdout

@@ -1,6 +1,6 @@
 """The ``mcdp`` command line: the top-level parser and :func:`main`.
 
-Each subcommand is a module of this package (``audit``, ``violations``,
+Each subcommand is a module of this package (``audit``, ``search``, ``violations``,
 ``sensitivity``, ``grid``, ``figures``) with ``add_parser(subparsers)`` and
 ``run(args) -> int``; the option types are in :mod:`mcdp.cli._options` and what the
 subcommands share in :mod:`mcdp.cli._common`.
@@ -14,12 +14,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from mcdp.cli import audit, figures, grid, sensitivity, violations
+from mcdp.cli import audit, figures, grid, search, sensitivity, violations
 from mcdp.cli._common import Parser, join_distributed
 
 __all__ = ["build_parser", "main"]
 
-SUBCOMMANDS = (audit, violations, sensitivity, grid, figures)  # in --help's order
+SUBCOMMANDS = (
+    audit,
+    search,
+    violations,
+    sensitivity,
+    grid,
+    figures,
+)  # in --help's order
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp._types import Array, PRNGKey
+from mcdp.domains import InputDomain
 from mcdp.exact import laplace_delta
 
 LogProbs = tuple[np.ndarray, np.ndarray]
@@ -95,6 +96,7 @@ class Mechanism(NamedTuple):
     reproducible: bool = True
     library: str | None = None
     workers: int = 1
+    domain: InputDomain | None = None
 
     @classmethod
     def from_callable(

@@ -21,6 +21,7 @@ import math
 from typing import NamedTuple
 
 from mcdp._types import Array, PRNGKey
+from mcdp.domains import CLIPPED_EMBEDDINGS
 from mcdp.mechanisms._base import (
     Mechanism,
     additive_log_round_one,
@@ -83,6 +84,7 @@ ADEPT = Mechanism(
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
     exact_delta=laplace_exact_delta,
     exact_epsilon=laplace_exact_epsilon,
+    domain=CLIPPED_EMBEDDINGS,
 )
 
 ADEPT_L1 = Mechanism(
@@ -98,6 +100,7 @@ ADEPT_L1 = Mechanism(
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
     exact_delta=laplace_exact_delta,
     exact_epsilon=laplace_exact_epsilon,
+    domain=CLIPPED_EMBEDDINGS,
 )
 
 ADEPT_TRUE_SENSITIVITY = Mechanism(
@@ -113,4 +116,5 @@ ADEPT_TRUE_SENSITIVITY = Mechanism(
     privacy_loss=ADEPT.privacy_loss,
     exact_delta=laplace_exact_delta,
     exact_epsilon=laplace_exact_epsilon,
+    domain=CLIPPED_EMBEDDINGS,
 )

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp._types import Array, PRNGKey
+from mcdp.domains import QUERY_ANSWERS, InputDomain
 from mcdp.mechanisms._base import (
     Mechanism,
     laplace_exact_delta,
@@ -79,6 +80,7 @@ PREFIX_SUM = Mechanism(
     privacy_loss=prefix_sum_privacy_loss,
     exact_delta=laplace_exact_delta,
     exact_epsilon=laplace_exact_epsilon,
+    domain=QUERY_ANSWERS,
 )
 
 
@@ -185,6 +187,15 @@ TRUNCATED_GEOMETRIC = Mechanism(
     calibrate=lambda epsilon, delta, dim, clip: truncated_geometric_params(epsilon),
     privacy_loss=truncated_geometric_privacy_loss,
     exact_epsilon=truncated_geometric_exact_epsilon,
+    # a count in {0, ..., n} of a dataset that gains or loses one record
+    domain=InputDomain(
+        "one-entry",
+        1.0,
+        low=0.0,
+        high=float(GEO_SAMPLE_N),
+        integer=True,
+        window=(0.0, float(GEO_SAMPLE_N)),
+    ),  # fmt: skip
 )
 
 
@@ -215,4 +226,5 @@ LAPLACE_PARALLEL = Mechanism(
         y, _copies(x), _copies(x_prime), p.scale
     ),
     exact_epsilon=lambda params, tx: COPIES * laplace_exact_epsilon(params, tx),
+    domain=QUERY_ANSWERS,
 )

@@ -31,6 +31,7 @@ from scipy import stats
 
 from mcdp import _validate
 from mcdp._types import Array, ArrayLike, PRNGKey
+from mcdp.domains import CLIPPED_EMBEDDINGS
 from mcdp.exact import gaussian_delta
 from mcdp.mechanisms._base import (
     LogProbs,
@@ -139,4 +140,5 @@ GAUSSIAN = Mechanism(
     exact_delta=_exact_delta,
     # the privacy loss of Gaussian noise is unbounded on every pair that differs
     exact_epsilon=lambda params, tx: 0.0 if np.array_equal(*tx) else math.inf,
+    domain=CLIPPED_EMBEDDINGS,
 )

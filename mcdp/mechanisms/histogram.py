@@ -20,6 +20,7 @@ attack).
 from __future__ import annotations
 
 from mcdp._types import Array, PRNGKey
+from mcdp.domains import HISTOGRAMS
 from mcdp.mechanisms._base import (
     Mechanism,
     laplace_exact_delta,
@@ -67,6 +68,7 @@ def _histogram(name: str, sample, params, flaw: str | None) -> Mechanism:
         ),
         exact_delta=laplace_exact_delta,
         exact_epsilon=laplace_exact_epsilon,
+        domain=HISTOGRAMS,
     )
 
 

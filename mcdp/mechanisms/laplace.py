@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mcdp._types import Array, PRNGKey
+from mcdp.domains import CLIPPED_EMBEDDINGS
 from mcdp.mechanisms._base import (
     Mechanism,
     additive_log_round_one,
@@ -55,4 +56,5 @@ LAPLACE = Mechanism(
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
     exact_delta=laplace_exact_delta,
     exact_epsilon=laplace_exact_epsilon,
+    domain=CLIPPED_EMBEDDINGS,
 )

@@ -34,6 +34,7 @@ import numpy as np
 from scipy import optimize
 
 from mcdp._types import Array, PRNGKey
+from mcdp.domains import QUERY_ANSWERS
 from mcdp.mechanisms._base import Mechanism, standard_laplace, uniform_midpoint
 from mcdp.mechanisms._numerics import (
     TAIL_SCALES,
@@ -219,6 +220,7 @@ RNM1 = Mechanism(
     sample=rnm1_sample,
     claim="epsilon-DP",
     calibrate=_calibrate,
+    domain=QUERY_ANSWERS,
     exact_epsilon=_exact(_argmax_range, "laplace"),
 )
 RNM2 = Mechanism(
@@ -226,6 +228,7 @@ RNM2 = Mechanism(
     sample=rnm2_sample,
     claim="epsilon-DP",
     calibrate=_calibrate,
+    domain=QUERY_ANSWERS,
     exact_epsilon=_exact(_argmax_range, "exponential"),
 )
 RNM3 = Mechanism(
@@ -234,6 +237,7 @@ RNM3 = Mechanism(
     claim="epsilon-DP",
     flaw="reports the noisy maximum's value, not its index",
     calibrate=_calibrate,
+    domain=QUERY_ANSWERS,
     exact_epsilon=_exact(_max_value_range, "laplace"),
 )
 RNM4 = Mechanism(
@@ -242,6 +246,7 @@ RNM4 = Mechanism(
     claim="epsilon-DP",
     flaw="reports the noisy maximum's value, whose support starts at max(x)",
     calibrate=_calibrate,
+    domain=QUERY_ANSWERS,
     exact_epsilon=_exact(_max_value_range, "exponential"),
 )
 

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 
 from mcdp import _validate
 from mcdp._types import Array, PRNGKey
+from mcdp.domains import QUERY_ANSWERS
 from mcdp.mechanisms import _svt_exact
 from mcdp.mechanisms._base import Mechanism, standard_laplace
 
@@ -270,6 +271,7 @@ def _mechanism(name, sample, exact, flaw=None) -> Mechanism:
         flaw=flaw,
         calibrate=_calibration(name),
         exact_epsilon=exact,
+        domain=QUERY_ANSWERS,
     )
 
 

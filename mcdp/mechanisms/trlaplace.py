@@ -36,6 +36,7 @@ from scipy import special
 
 from mcdp import _validate
 from mcdp._types import Array, ArrayLike, PRNGKey
+from mcdp.domains import CLIPPED_EMBEDDINGS
 from mcdp.mechanisms._base import (
     LogProbs,
     Mechanism,
@@ -277,4 +278,5 @@ TRLAPLACE = Mechanism(
     transform=lambda x, p: clip_norm(x, p.clip, order=2),
     privacy_loss=trlaplace_privacy_loss,
     noise_bound=lambda p: p.bound,
+    domain=CLIPPED_EMBEDDINGS,
 )
