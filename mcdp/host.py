@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp import _validate
+from mcdp.domains import InputDomain
 from mcdp.mechanisms import Mechanism
 from mcdp.sampling import BLOCK_DRAWS, Progress
 
@@ -95,6 +96,7 @@ def from_callable(
     reproducible: bool = True,
     library: str | None = None,
     workers: int = 1,
+    domain: InputDomain | None = None,
 ) -> Mechanism:
     """A black-box :class:`~mcdp.mechanisms.Mechanism` from a Python callable.
 
@@ -114,6 +116,8 @@ def from_callable(
         looked up) or ``"name==version"``.
       workers: processes that call ``fn`` (threads where ``fn`` cannot be
         pickled), 1 to 256; 1 (default) calls it in this process.
+      domain: where its inputs live and which pairs are neighbours
+        (:class:`mcdp.domains.InputDomain`), for :func:`mcdp.search`.
 
     Raises:
       ValueError: an argument is not as described; the message names it.
@@ -132,6 +136,11 @@ def from_callable(
         if value is not None and not isinstance(value, str):
             raise ValueError(f"Expected {label} to be a string or None, got {value!r}.")
     workers = _validate.integer("workers", workers, low=1, high=MAX_WORKERS)
+    if domain is not None and not isinstance(domain, InputDomain):
+        raise ValueError(
+            f"Expected domain to be an mcdp.domains.InputDomain or None, got "
+            f"{domain!r}."
+        )
     return Mechanism(
         name=name,
         sample=_host_only,
@@ -141,6 +150,7 @@ def from_callable(
         reproducible=reproducible,
         library=None if library is None else library_version(library),
         workers=workers,
+        domain=domain,
     )
 
 

@@ -326,7 +326,7 @@ def search(
                 train_draws=SCREEN_TRAIN, select_draws=SCREEN_TRAIN
             )
     screen_attack = get_attack(screen_attack)
-    if params is None:
+    if params is None and mech.host_sample is None:  # a callable takes none
         if mech.calibrate is None:
             raise ValueError(
                 f"mechanism {mech.name!r} has no calibrate: pass params= explicitly."

@@ -140,7 +140,18 @@ def add_parser(subparsers) -> None:
         default=None,
         help="thresholds carried into the counted draws (default 3)",
     )
-    box = a.add_argument_group(
+    add_black_box_options(a)
+    add_common_options(a)
+    add_prng_option(a)
+    add_host_options(a)
+    a.add_argument(
+        "--json", action="store_true", help="print one JSON object on stdout"
+    )
+
+
+def add_black_box_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``--callable NAME`` where NAME is a plain function."""
+    box = parser.add_argument_group(
         "black boxes", "with --callable NAME where NAME is a plain function"
     )
     box.add_argument(
@@ -163,12 +174,6 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="the function draws from its own randomness, not from rng: the "
         "record says reproducible: false",
-    )
-    add_common_options(a)
-    add_prng_option(a)
-    add_host_options(a)
-    a.add_argument(
-        "--json", action="store_true", help="print one JSON object on stdout"
     )
 
 
@@ -340,7 +345,7 @@ def _audit_delta(args: argparse.Namespace) -> int:
         fail("--nan-policy applies to the sanity check, not to --delta audits.")
     try:
         if args.callable is not None:
-            mech = _load_callable(args)
+            mech = load_callable(args)
             attack = args.attack or "learned"
         else:
             mech = get_mechanism(args.mechanism)
@@ -376,7 +381,7 @@ def _audit_delta(args: argparse.Namespace) -> int:
     return EXIT_INTERRUPTED if result.interrupted else 0
 
 
-def _load_callable(args: argparse.Namespace):
+def load_callable(args: argparse.Namespace, domain=None):
     """The mechanism that ``--callable MODULE:NAME`` names: a Mechanism as it is
     (the black-box options then do not apply), or ``fn(rng, x, n)`` wrapped with
     them. The working directory is searched first, as ``python -m`` does."""
@@ -426,4 +431,5 @@ def _load_callable(args: argparse.Namespace):
         reproducible=not args.non_reproducible,
         library=args.library,
         workers=1 if args.workers is None else args.workers,
+        domain=domain,
     )

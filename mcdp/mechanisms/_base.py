@@ -109,6 +109,7 @@ class Mechanism(NamedTuple):
         reproducible: bool = True,
         library: str | None = None,
         workers: int = 1,
+        domain: InputDomain | None = None,
     ) -> Mechanism:
         """A black-box mechanism: ``fn(rng, x, n)`` returns ``n`` outputs for the
         input row ``x``, in any Python code (see :func:`mcdp.host.from_callable`,
@@ -117,7 +118,7 @@ class Mechanism(NamedTuple):
 
         return from_callable(
             name, fn, claim=claim, flaw=flaw, reproducible=reproducible,
-            library=library, workers=workers,
+            library=library, workers=workers, domain=domain,
         )  # fmt: skip
 
     def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
