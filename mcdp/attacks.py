@@ -379,7 +379,7 @@ def learned_attack(
         counted sample's, within [1e5, 1e6] (:func:`learned_sizes`).
       select_draws: draws per input of the selection sample; by default 1/10 of the
         counted sample's, within [1e5, 2^24].
-      model: ``"logistic"`` (logistic regression on the outputs and their squares)
+      model: ``"logistic"`` (logistic regression on :func:`mcdp.learning.features`)
         or ``"mlp"`` (one hidden layer on the same features).
       max_events: thresholds of the score carried into the counted sample; each
         costs its share of the Bonferroni correction.

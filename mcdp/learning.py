@@ -5,8 +5,9 @@ needs three independent samples of the mechanism's outputs under both inputs:
 
 1. on the first, :func:`fit` trains a scorer :math:`s(y)` that separates outputs of
    :math:`x` (label 1) from outputs of :math:`x'` (label 0): logistic regression on
-   the features of every output coordinate (:func:`features`: its value and square,
-   and an indicator of each value that the coordinate takes often, its *atoms*), or
+   the features of every output coordinate (:func:`features`: its value and its
+   hinges at a few quantiles, a linear spline, and an indicator of each value that
+   the coordinate takes often, its *atoms*), or
    a small MLP on them, with optax. At its optimum the logit approximates the
    log-likelihood ratio, whose upper sets are the Neyman–Pearson optimal events;
 2. on the second, :func:`select_thresholds` chooses a few thresholds :math:`t` of the
@@ -76,21 +77,68 @@ def find_atoms(y: np.ndarray) -> np.ndarray:
     return atoms
 
 
-def features(y: Array, atoms: Array | None = None) -> Array:
-    r"""Per output row: every coordinate's value and its square, 0 where the value is
-    one of the coordinate's ``atoms`` (:func:`find_atoms`) or NaN; an indicator of
-    NaN; and an indicator of each atom. Without atoms (continuous outputs) these are
-    :math:`(y_1, \dots, y_k, y_1^2, \dots, y_k^2)` and the NaN indicators."""
+KNOT_LEVELS = (0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99)  # quantiles of the hinges
+
+
+def find_knots(y: np.ndarray, atoms: np.ndarray) -> np.ndarray:
+    """Per output coordinate, the quantiles :data:`KNOT_LEVELS` of its values in
+    ``y`` that are neither atoms nor NaN: the hinges of its piecewise-linear
+    features, shape ``(k, len(KNOT_LEVELS))`` (NaN where a coordinate has no such
+    value)."""
+    y = np.asarray(y)
+    y = y.reshape(y.shape[0], -1)
+    knots = np.full((y.shape[1], len(KNOT_LEVELS)), np.nan, dtype=y.dtype)
+    for j, column in enumerate(y.T):
+        keep = ~np.isnan(column) & ~np.isin(column, atoms[j])
+        if keep.any():
+            knots[j] = np.quantile(column[keep], KNOT_LEVELS)
+    return knots
+
+
+class Basis(NamedTuple):
+    """What the features are built on, found on the training sample: each output
+    coordinate's atoms (:func:`find_atoms`; ``(k, A)``, NaN-padded, ``A`` may be 0)
+    and the hinges of its piecewise-linear part (:func:`find_knots`)."""
+
+    atoms: Array
+    knots: Array
+
+
+def find_basis(y: np.ndarray) -> Basis:
+    atoms = find_atoms(y)
+    return Basis(atoms, find_knots(y, atoms))
+
+
+def features(y: Array, basis: Basis | None = None) -> Array:
+    r"""Per output row, for every coordinate: its value, 0 where the value is one of
+    the coordinate's atoms or NaN, and that value's hinges
+    :math:`\max(0, y - t)` at the coordinate's knots (a linear spline: the
+    log-likelihood ratio of Laplace or exponential noise is piecewise linear, and
+    where it is flat in a tail, a square would bend it); an indicator of NaN; and an
+    indicator of each atom. Without a ``basis``, the value, its square and the NaN
+    indicator."""
     y = jnp.reshape(y, (y.shape[0], -1))
     nan = jnp.isnan(y)
-    if atoms is None or atoms.shape[-1] == 0:
+    if basis is None:
         y = jnp.where(nan, 0.0, y)
         return jnp.concatenate([y, y * y, nan.astype(y.dtype)], axis=-1)
+    atoms, knots = basis
     hits = y[:, :, None] == atoms[None, :, :]  # NaN padding never equals
     value = jnp.where(nan | jnp.any(hits, axis=-1), 0.0, y)
-    indicators = hits.reshape(y.shape[0], -1).astype(y.dtype)
+    continuous = ~(nan | jnp.any(hits, axis=-1))
+    hinges = jnp.where(
+        continuous[:, :, None] & ~jnp.isnan(knots)[None],
+        jnp.maximum(y[:, :, None] - knots[None], 0.0),
+        0.0,
+    )
     return jnp.concatenate(
-        [value, value * value, nan.astype(y.dtype), indicators], axis=-1
+        [
+            value,
+            hinges.reshape(y.shape[0], -1),
+            nan.astype(y.dtype),
+            hits.reshape(y.shape[0], -1).astype(y.dtype),
+        ],
+        axis=-1,
     )
 
 
@@ -118,7 +166,7 @@ def float_bits(y: Array) -> tuple[Array, Array, Array]:
     return (bits >> uint(nmant)).astype(jnp.int32), precision, mantissa
 
 
-def bit_features(y: Array, atoms: Array | None = None) -> Array:
+def bit_features(y: Array, basis: Basis | None = None) -> Array:
     r""":func:`features` and, per output coordinate, its number of significant
     mantissa bits (over the mantissa's width) and its :data:`BITS` lowest mantissa
     bits as 0/1: what a float sampler's rounding leaves in the outputs (Mironov
@@ -130,7 +178,7 @@ def bit_features(y: Array, atoms: Array | None = None) -> Array:
     low = (mantissa[..., None] >> shifts[None, None, :]) & jnp.ones((), mantissa.dtype)
     return jnp.concatenate(
         [
-            features(y, atoms),
+            features(y, basis),
             precision.astype(y.dtype) / nmant,
             low.reshape(y.shape[0], -1).astype(y.dtype),
         ],
@@ -142,26 +190,26 @@ FEATURES = {"moments": features, "bits": bit_features}
 
 
 class Scorer(NamedTuple):
-    """A trained scorer: the atoms of its features, standardisation, then a linear
+    """A trained scorer: the basis of its features, standardisation, then a linear
     map or a one-hidden-layer MLP. A pytree of arrays, so it travels into the
     compiled loop as data."""
 
     mean: Array
     scale: Array
     weights: Any  # logistic: (w, b); mlp: (w1, b1, w2, b2)
-    atoms: Array  # (k, A), NaN-padded; A may be 0
+    basis: Basis
 
 
 def score_logistic(y: Array, scorer: Scorer, featurize=features) -> Array:
     """The logit of logistic regression: high speaks for the first input."""
-    z = (featurize(y, scorer.atoms) - scorer.mean[None, :]) / scorer.scale[None, :]
+    z = (featurize(y, scorer.basis) - scorer.mean[None, :]) / scorer.scale[None, :]
     w, b = scorer.weights
     return z @ w + b
 
 
 def score_mlp(y: Array, scorer: Scorer, featurize=features) -> Array:
     """The output of the MLP (tanh hidden layer): high speaks for the first input."""
-    z = (featurize(y, scorer.atoms) - scorer.mean[None, :]) / scorer.scale[None, :]
+    z = (featurize(y, scorer.basis) - scorer.mean[None, :]) / scorer.scale[None, :]
     w1, b1, w2, b2 = scorer.weights
     return jnp.tanh(z @ w1 + b1[None, :]) @ w2 + b2
 
@@ -221,10 +269,10 @@ def fit(
         order = np.random.default_rng(SHUFFLE_SEED).permutation(rows)
         pooled, labels = pooled[order], labels[order]
     batch = min(rows, BATCH)
-    atoms = jnp.asarray(find_atoms(pooled), dtype)
+    basis = jax.tree.map(lambda a: jnp.asarray(a, dtype), find_basis(pooled))
     y = jnp.asarray(pooled, dtype)
     labels = jnp.asarray(labels, dtype)
-    phi = FEATURES[feature_set](y[:batch], atoms)  # one batch: it only preconditions
+    phi = FEATURES[feature_set](y[:batch], basis)  # one batch: it only preconditions
     mean = jnp.mean(phi, axis=0)
     scale = jnp.std(phi, axis=0)
     scale = jnp.where(scale > 0, scale, 1.0)
@@ -232,15 +280,15 @@ def fit(
     rate = jnp.asarray(learning_rate, dtype)
     with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
         trained = _train(
-            y, labels, mean, scale, weights, atoms, rate,
+            y, labels, mean, scale, weights, basis, rate,
             model=model, steps=steps, batch=batch, feature_set=feature_set,
         )  # fmt: skip
-    return Scorer(mean, scale, trained, atoms)
+    return Scorer(mean, scale, trained, basis)
 
 
 @partial(jax.jit, static_argnames=("model", "steps", "batch", "feature_set"))
 def _train(
-    y, labels, mean, scale, weights, atoms, learning_rate, *, model, steps, batch,
+    y, labels, mean, scale, weights, basis, learning_rate, *, model, steps, batch,
     feature_set,
 ):  # fmt: skip
     """``steps`` Adam steps on the cross-entropy, full batch where ``batch`` is the
@@ -252,7 +300,7 @@ def _train(
     blocks = rows // batch
 
     def loss(weights, y, labels):
-        logits = score(y, Scorer(mean, scale, weights, atoms))
+        logits = score(y, Scorer(mean, scale, weights, basis))
         return jnp.mean(optax.sigmoid_binary_cross_entropy(logits, labels))
 
     def step(i, state):

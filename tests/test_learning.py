@@ -28,27 +28,34 @@ def test_atoms_are_the_values_of_positive_probability():
     np.testing.assert_array_equal(atoms[2], [0.0, 1.0, 2.0, 3.0])
 
 
-def test_continuous_outputs_have_no_atoms_and_the_plain_features():
+def test_continuous_outputs_have_no_atoms_and_hinges_at_their_quantiles():
     y = np.random.default_rng(1).laplace(size=(5000, 2))
     y[0, 1] = np.nan
-    atoms = learning.find_atoms(y)
-    assert atoms.shape == (2, 0)
+    basis = learning.find_basis(y)
+    assert basis.atoms.shape == (2, 0)
+    levels = learning.KNOT_LEVELS
+    np.testing.assert_allclose(basis.knots[0], np.quantile(y[:, 0], levels))
+    np.testing.assert_allclose(basis.knots[1], np.nanquantile(y[:, 1], levels))
     with jax.enable_x64(True):
-        phi = np.asarray(learning.features(y, atoms))
+        phi = np.asarray(learning.features(y, basis))
     clean = np.where(np.isnan(y), 0.0, y)
-    expected = np.concatenate([clean, clean**2, np.isnan(y)], axis=1)
+    hinges = np.maximum(clean[:, :, None] - basis.knots[None], 0.0)
+    hinges[0, 1] = 0.0  # a NaN output has no hinge
+    expected = np.concatenate([clean, hinges.reshape(len(y), -1), np.isnan(y)], axis=1)
     np.testing.assert_array_equal(phi, expected)
 
 
 def test_atom_features_mask_the_value_and_flag_the_atom():
     y = np.array([[-1000.0, 0.5], [2.0, 0.5], [np.nan, 3.0]])
     atoms = np.array([[-1000.0, np.nan], [0.5, np.nan]])
+    knots = np.array([[1.0], [np.nan]])  # the second coordinate has no hinge
     with jax.enable_x64(True):
-        phi = np.asarray(learning.features(y, atoms))
+        phi = np.asarray(learning.features(y, learning.Basis(atoms, knots)))
     value = [[0.0, 0.0], [2.0, 0.0], [0.0, 3.0]]
+    hinges = [[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]
     nan = [[0, 0], [0, 0], [1, 0]]
     hits = [[1, 0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 0]]
-    expected = np.concatenate([value, np.square(value), nan, hits], axis=1)
+    expected = np.concatenate([value, hinges, nan, hits], axis=1)
     np.testing.assert_array_equal(phi, expected)
 
 
