@@ -339,7 +339,7 @@ def _prepare_learned(
     with jax.enable_x64(dtype == "float64"):
         scorer = learning.fit(
             key_init, outputs[0], outputs[1], model=settings.model,
-            **({"feature_set": "bits"} if bits else {}),
+            feature_set=settings.features,
         )  # fmt: skip
     scores = draw(
         key_select, mech, pair, params, select_draws, dtype=dtype,
