@@ -47,6 +47,14 @@ def integer(name: str, value: object, *, low: int, high: int | None = None) -> i
     raise ValueError(f"Expected {name} to be {bound}, got {value!r}.")
 
 
+def delta(name: str, value: object) -> int | float:
+    """A claimed delta, in ``[0, 1)``, returned as given (an int 0 stays an int: the
+    audits' key identities spell it with ``repr``)."""
+    if not (isinstance(value, (int, float)) and 0 <= value < 1):
+        raise ValueError(f"Expected {name} in [0, 1), got {value!r}.")
+    return value
+
+
 def draws_or_none(name: str, value: object) -> int | None:
     """A sample size of at least 2 draws, or ``None`` for a default chosen later."""
     return None if value is None else integer(name, value, low=2, high=MAX_DRAWS)

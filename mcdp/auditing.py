@@ -617,8 +617,7 @@ def audit_delta_iter(
     last one is final, the others are marked ``interrupted``)."""
     mech = _mechanism(mechanism)
     epsilon = _validate.positive("epsilon", epsilon)
-    if not (isinstance(delta, (int, float)) and 0 <= delta < 1):
-        raise ValueError(f"Expected delta in [0, 1), got {delta!r}.")
+    delta = _validate.delta("delta", delta)
     dim = _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM)
     draws = _validate.integer("draws", draws, low=1, high=_validate.MAX_DRAWS)
     seed = _validate.integer("seed", seed, low=0, high=_validate.MAX_SEED)

@@ -174,8 +174,7 @@ def _validated(
     clip, seed, confidence, dtype, sources,
 ):  # fmt: skip
     epsilon = _validate.positive("epsilon", epsilon)
-    if not (isinstance(delta, (int, float)) and 0 <= delta < 1):
-        raise ValueError(f"Expected delta in [0, 1), got {delta!r}.")
+    delta = _validate.delta("delta", delta)
     if dim is None:
         if mech.name not in SUITE:
             raise ValueError(
