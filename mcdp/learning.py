@@ -200,18 +200,31 @@ class Scorer(NamedTuple):
     basis: Basis
 
 
+def _standardized(y: Array, scorer: Scorer, featurize) -> Array:
+    return (featurize(y, scorer.basis) - scorer.mean[None, :]) / scorer.scale[None, :]
+
+
+def _logistic_head(z: Array, weights: Any) -> Array:
+    w, b = weights
+    return z @ w + b
+
+
+def _mlp_head(z: Array, weights: Any) -> Array:
+    w1, b1, w2, b2 = weights
+    return jnp.tanh(z @ w1 + b1[None, :]) @ w2 + b2
+
+
+HEADS = {"logistic": _logistic_head, "mlp": _mlp_head}
+
+
 def score_logistic(y: Array, scorer: Scorer, featurize=features) -> Array:
     """The logit of logistic regression: high speaks for the first input."""
-    z = (featurize(y, scorer.basis) - scorer.mean[None, :]) / scorer.scale[None, :]
-    w, b = scorer.weights
-    return z @ w + b
+    return _logistic_head(_standardized(y, scorer, featurize), scorer.weights)
 
 
 def score_mlp(y: Array, scorer: Scorer, featurize=features) -> Array:
     """The output of the MLP (tanh hidden layer): high speaks for the first input."""
-    z = (featurize(y, scorer.basis) - scorer.mean[None, :]) / scorer.scale[None, :]
-    w1, b1, w2, b2 = scorer.weights
-    return jnp.tanh(z @ w1 + b1[None, :]) @ w2 + b2
+    return _mlp_head(_standardized(y, scorer, featurize), scorer.weights)
 
 
 SCORES = {"logistic": score_logistic, "mlp": score_mlp}
@@ -289,6 +302,9 @@ def fit(
     return Scorer(mean, scale, trained, basis)
 
 
+FEATURE_SCALARS = 1 << 26  # the training features are computed once up to this size
+
+
 @partial(jax.jit, static_argnames=("model", "steps", "batch", "feature_set"))
 def _train(
     y, labels, mean, scale, weights, basis, learning_rate, *, model, steps, batch,
@@ -296,26 +312,34 @@ def _train(
 ):  # fmt: skip
     """``steps`` Adam steps on the cross-entropy, full batch where ``batch`` is the
     sample's size, else on its consecutive blocks of ``batch`` rows in turn; one
-    compile per model, feature set, sample shape and dtype."""
-    score = SCORES_BY_FEATURES[feature_set][model]
+    compile per model, feature set, sample shape and dtype. The standardised
+    features of the rows used are computed once where they hold at most
+    :data:`FEATURE_SCALARS` numbers, else every step on its batch (the same
+    numbers either way)."""
+    featurize, head = FEATURES[feature_set], HEADS[model]
     optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
-    rows = y.shape[0]
-    blocks = rows // batch
+    blocks = y.shape[0] // batch
+    y, labels = y[: blocks * batch], labels[: blocks * batch]
 
-    def loss(weights, y, labels):
-        logits = score(y, Scorer(mean, scale, weights, basis))
-        return jnp.mean(optax.sigmoid_binary_cross_entropy(logits, labels))
+    def standardized(y):
+        return _standardized(y, Scorer(mean, scale, None, basis), featurize)
+
+    width = mean.shape[0]
+    cached = y.shape[0] * width <= FEATURE_SCALARS
+    inputs = standardized(y) if cached else y
+
+    def loss(weights, inputs, labels):
+        z = inputs if cached else standardized(inputs)
+        return jnp.mean(optax.sigmoid_binary_cross_entropy(head(z, weights), labels))
 
     def step(i, state):
         weights, opt_state = state
-        if batch == rows:
-            grads = jax.grad(loss)(weights, y, labels)
-        else:
-            start = (i % blocks) * batch
-            some = jax.lax.dynamic_slice_in_dim(y, start, batch)
-            grads = jax.grad(loss)(
-                weights, some, jax.lax.dynamic_slice_in_dim(labels, start, batch)
-            )
+        start = (i % blocks) * batch
+        grads = jax.grad(loss)(
+            weights,
+            jax.lax.dynamic_slice_in_dim(inputs, start, batch),
+            jax.lax.dynamic_slice_in_dim(labels, start, batch),
+        )
         updates, opt_state = optimizer.update(grads, opt_state)
         return optax.apply_updates(weights, updates), opt_state
 
