@@ -470,8 +470,11 @@ def draw(
         )
         xs_d = jnp.asarray(xs_host, dtype=dtype)
         params_d, aux_d = _device_params(params, dtype), _device_params(aux, dtype)
-        for first in range(0, total_blocks, per_call):
-            count = min(per_call, total_blocks - first)
+        # every call draws the same number of blocks (one compile), the last one
+        # past the end where it must: blocks are keyed by index, so the extra
+        # ones change none of the others, and they are cut off below
+        count = min(per_call, total_blocks)
+        for first in range(0, total_blocks, count):
             out = _draw_impl(
                 keys, xs_d, params_d, jnp.uint32(first), aux_d,
                 sample=mechanism.sample, transform=transform, num_blocks=count,
