@@ -109,37 +109,43 @@ def find_basis(y: np.ndarray) -> Basis:
     return Basis(atoms, find_knots(y, atoms))
 
 
-def features(y: Array, basis: Basis | None = None) -> Array:
-    r"""Per output row, for every coordinate: its value, 0 where the value is one of
-    the coordinate's atoms or NaN, and that value's hinges
-    :math:`\max(0, y - t)` at the coordinate's knots (a linear spline: the
-    log-likelihood ratio of Laplace or exponential noise is piecewise linear, and
-    where it is flat in a tail, a square would bend it); an indicator of NaN; and an
-    indicator of each atom. Without a ``basis``, the value, its square and the NaN
-    indicator."""
+def feature_parts(y: Array, basis: Basis | None = None) -> tuple[Array, ...]:
+    r"""The blocks of :func:`features`, each of shape ``(n, k, m)`` for the ``n``
+    output rows and their ``k`` coordinates: the value, 0 where the value is one of
+    the coordinate's atoms or NaN; that value's hinges :math:`\max(0, y - t)` at
+    the coordinate's knots (a linear spline: the log-likelihood ratio of Laplace or
+    exponential noise is piecewise linear, and where it is flat in a tail, a square
+    would bend it); an indicator of NaN; and an indicator of each atom. Without a
+    ``basis``: the value, its square and the NaN indicator."""
     y = jnp.reshape(y, (y.shape[0], -1))
     nan = jnp.isnan(y)
     if basis is None:
         y = jnp.where(nan, 0.0, y)
-        return jnp.concatenate([y, y * y, nan.astype(y.dtype)], axis=-1)
+        return y[..., None], (y * y)[..., None], nan.astype(y.dtype)[..., None]
     atoms, knots = basis
     hits = y[:, :, None] == atoms[None, :, :]  # NaN padding never equals
-    value = jnp.where(nan | jnp.any(hits, axis=-1), 0.0, y)
     continuous = ~(nan | jnp.any(hits, axis=-1))
     hinges = jnp.where(
         continuous[:, :, None] & ~jnp.isnan(knots)[None],
         jnp.maximum(y[:, :, None] - knots[None], 0.0),
         0.0,
     )
-    return jnp.concatenate(
-        [
-            value,
-            hinges.reshape(y.shape[0], -1),
-            nan.astype(y.dtype),
-            hits.reshape(y.shape[0], -1).astype(y.dtype),
-        ],
-        axis=-1,
+    return (
+        jnp.where(continuous, y, 0.0)[..., None],
+        hinges,
+        nan.astype(y.dtype)[..., None],
+        hits.astype(y.dtype),
     )
+
+
+def _flat(parts: tuple[Array, ...]) -> Array:
+    return jnp.concatenate([p.reshape(p.shape[0], -1) for p in parts], axis=-1)
+
+
+def features(y: Array, basis: Basis | None = None) -> Array:
+    """Per output row, the blocks of :func:`feature_parts` side by side, each
+    coordinate's in turn within a block: shape ``(n, F)``."""
+    return _flat(feature_parts(y, basis))
 
 
 BITS = 8  # low mantissa bits per coordinate in the "bits" features
@@ -166,8 +172,8 @@ def float_bits(y: Array) -> tuple[Array, Array, Array]:
     return (bits >> uint(nmant)).astype(jnp.int32), precision, mantissa
 
 
-def bit_features(y: Array, basis: Basis | None = None) -> Array:
-    r""":func:`features` and, per output coordinate, its number of significant
+def bit_feature_parts(y: Array, basis: Basis | None = None) -> tuple[Array, ...]:
+    r""":func:`feature_parts` and, per output coordinate, its number of significant
     mantissa bits (over the mantissa's width) and its :data:`BITS` lowest mantissa
     bits as 0/1: what a float sampler's rounding leaves in the outputs (Mironov
     2012), where the moments see nothing."""
@@ -176,16 +182,19 @@ def bit_features(y: Array, basis: Basis | None = None) -> Array:
     nmant = jnp.finfo(y.dtype).nmant
     shifts = jnp.arange(BITS, dtype=mantissa.dtype)
     low = (mantissa[..., None] >> shifts[None, None, :]) & jnp.ones((), mantissa.dtype)
-    return jnp.concatenate(
-        [
-            features(y, basis),
-            precision.astype(y.dtype) / nmant,
-            low.reshape(y.shape[0], -1).astype(y.dtype),
-        ],
-        axis=-1,
+    return (
+        *feature_parts(y, basis),
+        (precision.astype(y.dtype) / nmant)[..., None],
+        low.astype(y.dtype),
     )
 
 
+def bit_features(y: Array, basis: Basis | None = None) -> Array:
+    """The blocks of :func:`bit_feature_parts` side by side: shape ``(n, F)``."""
+    return _flat(bit_feature_parts(y, basis))
+
+
+FEATURE_PARTS = {"moments": feature_parts, "bits": bit_feature_parts}
 FEATURES = {"moments": features, "bits": bit_features}
 
 
@@ -217,14 +226,38 @@ def _mlp_head(z: Array, weights: Any) -> Array:
 HEADS = {"logistic": _logistic_head, "mlp": _mlp_head}
 
 
-def score_logistic(y: Array, scorer: Scorer, featurize=features) -> Array:
+def _affine(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
+    r"""The standardised features times ``w`` (``(F,)`` or ``(F, H)``), plus the
+    standardisation's offset: :math:`\sum_f (\phi_f - \mu_f) w_f / s_f`, summed
+    block by block without building the ``(n, F)`` features. Inside the engine's
+    compiled loop, XLA on a CPU runs a product of the concatenated features ten
+    times slower than these sums (``svt1``: 17 s against 1.8 s for 1e6 draws)."""
+    w = w / (scorer.scale[:, None] if w.ndim == 2 else scorer.scale)
+    offset = -jnp.tensordot(scorer.mean, w, axes=1)
+    total = offset if w.ndim == 1 else offset[None, :]
+    start = 0
+    for part in parts:
+        _, k, m = part.shape
+        block = w[start : start + k * m].reshape((k, m) + w.shape[1:])
+        start += k * m
+        if w.ndim == 1:
+            total = total + jnp.sum(part * block[None], axis=(1, 2))
+        else:
+            total = total + jnp.sum(part[..., None] * block[None], axis=(1, 2))
+    return total
+
+
+def score_logistic(y: Array, scorer: Scorer, parts=feature_parts) -> Array:
     """The logit of logistic regression: high speaks for the first input."""
-    return _logistic_head(_standardized(y, scorer, featurize), scorer.weights)
+    w, b = scorer.weights
+    return _affine(parts(y, scorer.basis), w, scorer) + b
 
 
-def score_mlp(y: Array, scorer: Scorer, featurize=features) -> Array:
+def score_mlp(y: Array, scorer: Scorer, parts=feature_parts) -> Array:
     """The output of the MLP (tanh hidden layer): high speaks for the first input."""
-    return _mlp_head(_standardized(y, scorer, featurize), scorer.weights)
+    w1, b1, w2, b2 = scorer.weights
+    hidden = _affine(parts(y, scorer.basis), w1, scorer) + b1[None, :]
+    return jnp.sum(jnp.tanh(hidden) * w2[None, :], axis=-1) + b2
 
 
 SCORES = {"logistic": score_logistic, "mlp": score_mlp}
@@ -232,8 +265,8 @@ SCORES = {"logistic": score_logistic, "mlp": score_mlp}
 SCORES_BY_FEATURES = {
     "moments": SCORES,
     "bits": {
-        "logistic": partial(score_logistic, featurize=bit_features),
-        "mlp": partial(score_mlp, featurize=bit_features),
+        "logistic": partial(score_logistic, parts=bit_feature_parts),
+        "mlp": partial(score_mlp, parts=bit_feature_parts),
     },
 }
 

@@ -108,3 +108,22 @@ def test_minibatch_fit_keeps_a_tail_in_order():
         s = np.asarray(learning.score_logistic(grid[:, None], scorer))
     later_minimum = np.minimum.accumulate(s[::-1])[::-1]
     assert np.max(s - later_minimum) <= 0.1
+
+
+@pytest.mark.parametrize("feature_set", learning.FEATURE_SETS)
+@pytest.mark.parametrize("model", learning.MODELS)
+def test_scores_are_the_trained_models_on_the_standardised_features(model, feature_set):
+    """The scores sum the feature blocks against the weights without building the
+    features (fast in the engine's loop); they must equal the models as trained,
+    on the standardised concatenated features, to rounding."""
+    y = _mixed(np.random.default_rng(3), 4000)
+    with jax.enable_x64(True):
+        scorer = learning.fit(
+            cell_key(0, "fit"), y[:2000], y[2000:] + 0.5, model=model,
+            feature_set=feature_set, steps=20,
+        )  # fmt: skip
+        phi = learning.FEATURES[feature_set](y, scorer.basis)
+        z = (phi - scorer.mean[None, :]) / scorer.scale[None, :]
+        expected = np.asarray(learning.HEADS[model](z, scorer.weights))
+        score = learning.SCORES_BY_FEATURES[feature_set][model](y, scorer)
+    np.testing.assert_allclose(np.asarray(score), expected, rtol=1e-10, atol=1e-10)
