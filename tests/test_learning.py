@@ -79,7 +79,8 @@ def test_fit_separates_a_shift_in_full_batch_and_minibatches(rows):
 
 def test_sample_sizes_follow_the_counted_draws_within_their_range():
     assert learned_sizes(10_000) == (100_000, 100_000)
-    assert learned_sizes(10**7) == (100_000, 10**6)
+    assert learned_sizes(10**6) == (100_000, 100_000)
+    assert learned_sizes(10**7) == (10**6, 10**6)
     assert learned_sizes(2 * 10**8) == (10**6, 1 << 24)
     assert learned_sizes(10**8, 5000, 7000) == (5000, 7000)
 

@@ -118,7 +118,7 @@ def add_parser(subparsers) -> None:
         "--train-draws",
         type=typed(count("--train-draws")),
         default=None,
-        help="draws per input that train the scorer (default: --draws / 100, "
+        help="draws per input that train the scorer (default: --draws / 10, "
         "within 1e5 to 1e6)",
     )
     learned.add_argument(
