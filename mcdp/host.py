@@ -352,6 +352,10 @@ def iter_host_counts(
     width = None
     with jax.enable_x64(x64):
         aux_d = _device_aux(aux, dtype)
+    # a chunk's counts are dispatched asynchronously and collected after the next
+    # chunk's outputs are drawn, so the device counts while the host draws; its
+    # Progress comes one chunk late (a caller that stops loses the chunk in flight)
+    pending = None
     for start, count, outputs in _blocks(
         mechanism, key, xs, first, stop, per_task, dtype
     ):
@@ -359,7 +363,7 @@ def iter_host_counts(
         low = jnp.int32(max(first_draw - offset, 0))
         high = jnp.int32(min(num_draws - offset, count * n))
         with jax.enable_x64(x64):
-            counts = []  # dispatched asynchronously, collected once
+            counts = []
             for out in outputs:
                 y, width = _rows(out, per_task * n, width, mechanism.name)
                 counts.append(
@@ -372,8 +376,14 @@ def iter_host_counts(
                         num_outcomes=attack.num_outcomes,
                     )  # fmt: skip
                 )
-            totals = totals + np.asarray(jnp.stack(counts), dtype=np.int64)
-        yield Progress(min(offset + count * n, num_draws), totals.copy())
+            counted = jnp.stack(counts)
+        if pending is not None:
+            totals = totals + np.asarray(pending[1], dtype=np.int64)
+            yield Progress(pending[0], totals.copy())
+        pending = (min(offset + count * n, num_draws), counted)
+    if pending is not None:
+        totals = totals + np.asarray(pending[1], dtype=np.int64)
+        yield Progress(pending[0], totals.copy())
 
 
 def _device_aux(aux: Any, dtype: str) -> Any:
