@@ -194,7 +194,6 @@ def bit_features(y: Array, basis: Basis | None = None) -> Array:
     return _flat(bit_feature_parts(y, basis))
 
 
-FEATURE_PARTS = {"moments": feature_parts, "bits": bit_feature_parts}
 FEATURES = {"moments": features, "bits": bit_features}
 
 
