@@ -666,11 +666,14 @@ def delta_audit_runs(
     params: Any,
     epsilons: Sequence[float],
     prng: str,
+    exact: bool = True,
 ) -> Iterator[DeltaAuditResult]:
     """The (epsilon, delta) audit of :func:`audit_delta_iter` on an explicit key
     and validated arguments (``params`` given, ``epsilons`` sorted with the
     claimed one among them); :func:`mcdp.search` gives each audit a key of its
-    own. ``seed`` only goes into the records."""
+    own. ``seed`` only goes into the records. ``exact=False`` leaves the exact
+    values out (``None``): a search's screenings rank by the bounds alone, and
+    some exact losses cost more than the screening's counting."""
     start = time.perf_counter()  # the attack's preparation counts too
     bound, aux = _bind(
         attack, mech, xs, params, epsilons, dtype, key, epsilon=epsilon,
@@ -680,16 +683,18 @@ def delta_audit_runs(
     tx = mech.transformed(xs, params)
     host_params = jax.tree.map(np.asarray, params)
     exact_deltas = {
-        e: None if mech.exact_delta is None else mech.exact_delta(host_params, tx, e)
+        e: None
+        if mech.exact_delta is None or not exact
+        else mech.exact_delta(host_params, tx, e)
         for e in epsilons
     }
     epsilon_exact = None
-    if mech.exact_epsilon is not None:
+    if mech.exact_epsilon is not None and exact:
         epsilon_exact = mech.exact_epsilon(host_params, tx)
     exact_loss = None
-    if pair_name == "zeros-ones" and bound == MAJORITY_VOTE:
-        exact = exact_e2(mech, params, dim)
-        exact_loss = None if exact is None else exact.loss
+    if pair_name == "zeros-ones" and bound == MAJORITY_VOTE and exact:
+        e2 = exact_e2(mech, params, dim)
+        exact_loss = None if e2 is None else e2.loss
     runs = iter_counts(key, mech, bound, xs, params, draws, dtype=dtype, aux=aux)
     for progress in runs:
         bounds = delta_bounds(progress.counts, confidence, impossible=bound.impossible)

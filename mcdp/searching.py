@@ -349,6 +349,7 @@ def search(
             label_key(root, tag, c.label), mech, epsilon, delta, dim, n, c.pair,
             c.label, att, clip=clip, seed=seed, confidence=conf, dtype=dtype,
             params=params, epsilons=epsilons, prng=prng,
+            exact=tag == CONFIRM_TAG,  # screenings rank by their bounds alone
         )  # fmt: skip
         return last
 

@@ -35,6 +35,7 @@ def _spy(monkeypatch):
                 "pair": np.asarray(xs),
                 "draws": draws,
                 "confidence": kw["confidence"],
+                "exact": kw.get("exact", True),
                 "domain": mech.domain.at(kw["clip"]),
             }
         )
@@ -58,6 +59,9 @@ def test_screening_and_confirmation_keys_are_disjoint(monkeypatch):
     confirm_keys = {c["key"] for c in confirms}
     assert len(screen_keys) == 6 and len(confirm_keys) == 3  # one key per audit
     assert not screen_keys & confirm_keys
+    # the exact values, which some mechanisms take seconds to compute, only where
+    # they are reported: the confirmations
+    assert not any(c["exact"] for c in screens) and all(c["exact"] for c in confirms)
     # confirmations are the best screened, each at the Bonferroni-corrected level
     assert {c["label"] for c in confirms} == {
         c.label for c in result.candidates if c.confirmed
@@ -67,6 +71,30 @@ def test_screening_and_confirmation_keys_are_disjoint(monkeypatch):
     ranked = sorted(result.candidates, key=lambda c: (c.score, c.estimate))[::-1]
     assert {c.label for c in ranked[:3]} == {c["label"] for c in confirms}
     assert result.witness_audit["confidence"] == pytest.approx(1 - 0.1 / 3)
+
+
+def test_an_audit_without_exact_values_has_the_same_counts():
+    mech = MECHANISMS["svt1"]
+    case = SUITE["svt1"]
+    params = mech.calibrate(case.epsilon, 0.0, case.dim, 1.0)
+    xs = make_pair("half-half", case.dim, 1.0)
+    key = jax.random.key(SEED)
+    runs = [
+        list(
+            searching.delta_audit_runs(
+                key, mech, case.epsilon, 0.0, case.dim, 5_000, xs, "half-half",
+                mcdp.attacks.MAJORITY_VOTE, clip=1.0, seed=SEED, confidence=0.9,
+                dtype="float64", params=params, epsilons=[case.epsilon],
+                prng="threefry", exact=exact,
+            )
+        )[-1]
+        for exact in (True, False)
+    ]  # fmt: skip
+    with_exact, without = runs
+    assert with_exact.counts == without.counts
+    assert with_exact.epsilon_exact == pytest.approx(0.0885, abs=5e-4)
+    assert without.epsilon_exact is None
+    assert without.profile[0].delta_exact is None
 
 
 def test_key_streams_differ():
