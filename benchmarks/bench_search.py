@@ -127,8 +127,9 @@ def table(path: Path) -> str:
         source = source if source in ("random", "gradient") else "named"
         found = statistics.fmean(r["epsilon_lower"] for r in runs)
         known = statistics.fmean(r["best_known_lower"] for r in runs)
-        ratio = _fmt(_ratio(found, known))
-        if len(runs) > 1 and _ratio(found, known) is not None:
+        mean_ratio = _ratio(found, known)
+        ratio = _fmt(mean_ratio)
+        if len(runs) > 1 and mean_ratio is not None:
             diffs = [r["epsilon_lower"] - r["best_known_lower"] for r in runs]
             se = statistics.stdev(diffs) / math.sqrt(len(runs)) / known
             ratio += f" ± {se:.2g}"
