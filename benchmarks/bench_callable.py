@@ -11,10 +11,14 @@ What is measured, in one process and one run (the baselines beside each result):
   vote on the pair ``0^d`` / ``1^d``, warmed up first (compilation, and the
   worker processes' start), so that neither is timed.
 
-The overhead is ``mcdp 1 worker / fn alone - 1`` (target <= 20 %); the speed-up
-is ``mcdp 1 worker / mcdp 2 workers`` (processes). Two callables: NumPy's
-vectorised Laplace (``x + rng.laplace``) and a Python loop of one draw per value
-(as diffprivlib's ``randomise`` is), which holds the GIL.
+The runs are interleaved in rounds, ``--repeats`` of them: fn alone, fn +
+generators and mcdp with 1 worker, then (apart, so that the worker processes do
+not share the cores with the next round's runs) mcdp with 1 worker and with 2.
+The overhead is ``mcdp 1 worker / fn alone - 1`` (target <= 20 %) of the fastest
+runs, and its median over the rounds; the speed-up is ``mcdp 1 worker / mcdp 2
+workers`` (processes), likewise. Two callables: NumPy's vectorised Laplace
+(``x + rng.laplace``) and a Python loop of one draw per value (as diffprivlib's
+``randomise`` is), which holds the GIL.
 
 Run: ``python benchmarks/bench_callable.py [--draws 8388608] [--json FILE]``.
 """
@@ -23,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import time
 
@@ -34,6 +37,8 @@ from mcdp import host, sampling
 from mcdp.attacks import MAJORITY_VOTE
 from mcdp.subjects import TextbookLaplace
 
+WORKERS = (1, 2)  # mcdp's runs: one worker, and two processes
+
 
 def python_loop_laplace(rng, x, n):
     """One ``rng.laplace()`` per value in a Python loop (GIL-bound)."""
@@ -41,13 +46,16 @@ def python_loop_laplace(rng, x, n):
     return np.array([[v + draw() for v in x] for _ in range(n)])
 
 
-def _best(repeats, run):
-    best = math.inf
+def _rounds(repeats: int, runs: dict) -> dict:
+    """Seconds of every run in each of ``repeats`` rounds; a round runs each once,
+    in turn, so that a ratio compares runs made under the same load."""
+    times = {label: [] for label in runs}
     for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
+        for label, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[label].append(time.perf_counter() - start)
+    return times
 
 
 def measure(fn, dim: int, draws: int, repeats: int) -> dict:
@@ -68,10 +76,8 @@ def measure(fn, dim: int, draws: int, repeats: int) -> dict:
             for h in range(blocks):
                 fn(host.block_generator(words, i, h), x.copy(), n)
 
-    row = {"dim": dim, "draws_per_input": blocks * n}
-    row["fn_alone_s"] = _best(repeats, alone)
-    row["fn_generators_s"] = _best(repeats, with_generators)
-    for workers in (1, 2):
+    engines = {}
+    for workers in WORKERS:
         mech = mcdp.Mechanism.from_callable("bench", fn, workers=workers)
 
         def engine(mech=mech):
@@ -80,10 +86,27 @@ def measure(fn, dim: int, draws: int, repeats: int) -> dict:
             )
 
         engine()  # compile; start the workers
-        row[f"mcdp_{workers}_workers_s"] = _best(repeats, engine)
+        engines[workers] = engine
+    # two sets of rounds: the overhead's runs, then one worker against two (whose
+    # processes would otherwise share the cores with the next round's runs)
+    times = _rounds(
+        repeats,
+        {"fn_alone": alone, "fn_generators": with_generators, "mcdp_1": engines[1]},
+    )
+    pairs = _rounds(repeats, {"mcdp_1": engines[1], "mcdp_2": engines[2]})
+    row = {"dim": dim, "draws_per_input": blocks * n}
+    row["fn_alone_s"] = min(times["fn_alone"])
+    row["fn_generators_s"] = min(times["fn_generators"])
+    row["mcdp_1_workers_s"] = min(times["mcdp_1"])
+    row["mcdp_2_workers_s"] = min(pairs["mcdp_2"])
     row["overhead"] = row["mcdp_1_workers_s"] / row["fn_alone_s"] - 1
     row["generators_overhead"] = row["fn_generators_s"] / row["fn_alone_s"] - 1
-    row["speedup_2_workers"] = row["mcdp_1_workers_s"] / row["mcdp_2_workers_s"]
+    row["speedup_2_workers"] = min(pairs["mcdp_1"]) / row["mcdp_2_workers_s"]
+    # the same ratios round by round: their median, less sensitive to one lucky run
+    ratio = np.array(times["mcdp_1"]) / np.array(times["fn_alone"])
+    row["overhead_median_round"] = float(np.median(ratio) - 1)
+    speedup = np.array(pairs["mcdp_1"]) / np.array(pairs["mcdp_2"])
+    row["speedup_2_workers_median_round"] = float(np.median(speedup))
     row["draws_per_s_1_worker"] = 2 * blocks * n / row["mcdp_1_workers_s"]
     return row
 
@@ -108,7 +131,9 @@ def main() -> None:
             f"fn alone {row['fn_alone_s']:.3f} s, +generators "
             f"{row['fn_generators_s']:.3f} s, mcdp 1 worker "
             f"{row['mcdp_1_workers_s']:.3f} s (overhead "
-            f"{row['overhead']:+.1%}), 2 workers {row['mcdp_2_workers_s']:.3f} s "
+            f"{row['overhead']:+.1%}; median round "
+            f"{row['overhead_median_round']:+.1%}), 2 workers "
+            f"{row['mcdp_2_workers_s']:.3f} s "
             f"(speed-up {row['speedup_2_workers']:.2f}x)",
             flush=True,
         )

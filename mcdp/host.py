@@ -21,7 +21,14 @@ gives other entropy, so those draws are disjoint from the counted ones.
 
 One generator per engine block (1024 draws) cost about 15 us to derive on this
 CPU, as much as 1024 Laplace draws of NumPy; 16 blocks share one to keep the
-engine's overhead small (``benchmarks/bench_callable.py``).
+engine's overhead small, and :mod:`mcdp._seedseq` makes NumPy's generator in
+half NumPy's time (``benchmarks/bench_callable.py``).
+
+With one worker, ``fn`` is called in one thread of this process kept for the
+purpose (never the main thread), a chunk ahead of the caller's thread, which makes
+the generators and counts meanwhile; ``fn`` is never called from two threads at
+once. Each chunk's outputs are copied into one array, aligned so that the CPU
+backend takes it without another copy, and filled again once its counts are in.
 """
 
 from __future__ import annotations
@@ -29,10 +36,12 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import multiprocessing
+import os
 import pickle
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from functools import partial
+from functools import lru_cache, partial
 from importlib import metadata
 from typing import Any
 
@@ -41,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp import _validate
+from mcdp._seedseq import Seeding
 from mcdp.domains import InputDomain
 from mcdp.mechanisms import Mechanism
 from mcdp.sampling import BLOCK_DRAWS, Progress
@@ -48,6 +58,7 @@ from mcdp.sampling import BLOCK_DRAWS, Progress
 HOST_BLOCK_DRAWS = 16 * BLOCK_DRAWS  # draws per generator and per call of fn: fixed
 TASK_SCALARS = 1 << 18  # input scalars per task (one input's share of a chunk)
 MAX_WORKERS = 256
+ALIGN = 64  # bytes: the alignment at which the CPU backend aliases host arrays
 
 HostSample = Callable[[np.random.Generator, np.ndarray, int], Any]
 
@@ -115,7 +126,8 @@ def from_callable(
       library: the library under audit, ``"name"`` (its installed version is
         looked up) or ``"name==version"``.
       workers: processes that call ``fn`` (threads where ``fn`` cannot be
-        pickled), 1 to 256; 1 (default) calls it in this process.
+        pickled), 1 to 256; 1 (default) calls it in one thread of this process,
+        beside the counting.
       domain: where its inputs live and which pairs are neighbours
         (:class:`mcdp.domains.InputDomain`), for :func:`mcdp.search`.
 
@@ -163,10 +175,105 @@ def entropy(key: jax.Array) -> tuple[int, ...]:
     return tuple(int(w) for w in np.asarray(jax.random.key_data(key)).ravel())
 
 
+@lru_cache(maxsize=16)
+def _seeding(words: tuple[int, ...]) -> Seeding:
+    return Seeding(words)
+
+
 def block_generator(words: tuple[int, ...], i: int, h: int) -> np.random.Generator:
-    """The generator of host block ``h`` of input ``i``."""
-    sequence = np.random.SeedSequence(words, spawn_key=(i, h))
-    return np.random.Generator(np.random.PCG64(sequence))
+    """The generator of host block ``h`` of input ``i``:
+    ``Generator(PCG64(SeedSequence(words, spawn_key=(i, h))))``, made by
+    :class:`mcdp._seedseq.Seeding` in half NumPy's time."""
+    return _seeding(words).generator(i, h)
+
+
+def _checked(out: Any, name: str, width: int | None) -> np.ndarray:
+    """One call's outputs as an array of shape ``(HOST_BLOCK_DRAWS, width)``;
+    ``width`` as the first call's where given."""
+    n = HOST_BLOCK_DRAWS
+    out = np.asarray(out)
+    if out.ndim == 0 or out.shape[0] != n:
+        raise ValueError(
+            f"Expected fn of mechanism {name!r} to return an array with first "
+            f"axis n = {n} (fn(rng, x, n)), got shape {out.shape}."
+        )
+    if out.dtype.kind not in "biuf":
+        raise ValueError(
+            f"Expected fn of mechanism {name!r} to return real numbers, got "
+            f"dtype {out.dtype}."
+        )
+    out = out.reshape(n, -1)
+    if width is not None and out.shape[1] != width:
+        raise ValueError(
+            f"Expected fn of mechanism {name!r} to return {width} values per "
+            f"output every time, got {out.shape[1]}."
+        )
+    return out
+
+
+class Spare:
+    """Arrays of a run whose counts are in, ready to be filled again (one worker):
+    a fresh array a chunk costs page faults in the thread that calls ``fn``,
+    several per cent of a fast callable's time. Taken by that thread, given back
+    by the one that counts (a deque: both are safe from two threads)."""
+
+    def __init__(self, keep: int = 16):
+        self.arrays: deque = deque(maxlen=keep)
+
+    def take(self, shape: tuple[int, int], dtype: str) -> np.ndarray:
+        try:
+            array = self.arrays.pop()
+        except IndexError:
+            return _aligned(shape, dtype)
+        if array.shape != shape or array.dtype != np.dtype(dtype):
+            return _aligned(shape, dtype)  # a run's last, shorter chunk
+        return array
+
+    def give(self, arrays: list[np.ndarray]) -> None:
+        self.arrays.extend(arrays)
+
+
+def _fill(
+    outputs: Iterator[Any], count: int, name: str, dtype: str, spare: Spare | None
+) -> np.ndarray:
+    """``count`` calls' outputs one after another in one aligned array of
+    ``dtype`` and shape ``(count * HOST_BLOCK_DRAWS, width)`` (a spare one where
+    there is one): each is copied in as soon as it comes, so that its memory is
+    soon free for another call."""
+    n = HOST_BLOCK_DRAWS
+    result = None
+    for k in range(count):
+        out = _checked(next(outputs), name, None if result is None else result.shape[1])
+        if result is None:
+            shape = (count * n, out.shape[1])
+            result = (
+                _aligned(shape, dtype) if spare is None else spare.take(shape, dtype)
+            )
+        result[k * n : (k + 1) * n] = out
+    return result
+
+
+def _draw(
+    fn: HostSample,
+    name: str,
+    generators: list[np.random.Generator],
+    x: np.ndarray,
+    dtype: str,
+    spare: Spare | None = None,
+) -> np.ndarray:
+    """One call of ``fn`` per generator (host block), filled into one array
+    (:func:`_fill`)."""
+    n = HOST_BLOCK_DRAWS
+    calls = (fn(rng, x.copy(), n) for rng in generators)
+    return _fill(calls, len(generators), name, dtype, spare)
+
+
+def _generators(
+    words: tuple[int, ...], i: int, first: int, count: int
+) -> list[np.random.Generator]:
+    """The generators of host blocks ``first .. first + count - 1`` of input ``i``."""
+    seeding = _seeding(words)
+    return [seeding.generator(i, h) for h in range(first, first + count)]
 
 
 def _task(
@@ -180,31 +287,17 @@ def _task(
     dtype: str,
 ) -> np.ndarray:
     """Host blocks ``first .. first + count - 1`` of input ``i``: an array of shape
-    ``(count * HOST_BLOCK_DRAWS, width)`` in ``dtype``. Runs in a worker too."""
-    n = HOST_BLOCK_DRAWS
-    result = None
-    for k, h in enumerate(range(first, first + count)):
-        out = np.asarray(fn(block_generator(words, i, h), x.copy(), n))
-        if out.ndim == 0 or out.shape[0] != n:
-            raise ValueError(
-                f"Expected fn of mechanism {name!r} to return an array with first "
-                f"axis n = {n} (fn(rng, x, n)), got shape {out.shape}."
-            )
-        if out.dtype.kind not in "biuf":
-            raise ValueError(
-                f"Expected fn of mechanism {name!r} to return real numbers, got "
-                f"dtype {out.dtype}."
-            )
-        out = out.reshape(n, -1)
-        if result is None:  # one buffer, filled block by block: one copy
-            result = np.empty((count * n, out.shape[1]), dtype=dtype)
-        elif out.shape[1] != result.shape[1]:
-            raise ValueError(
-                f"Expected fn of mechanism {name!r} to return {result.shape[1]} "
-                f"values per output every time, got {out.shape[1]}."
-            )
-        result[k * n : (k + 1) * n] = out
-    return result
+    ``(count * HOST_BLOCK_DRAWS, width)`` in ``dtype``. What a worker runs."""
+    return _draw(fn, name, _generators(words, i, first, count), x, dtype)
+
+
+def _aligned(shape: tuple[int, int], dtype: str) -> np.ndarray:
+    """An empty array whose data start on a :data:`ALIGN`-byte boundary: the CPU
+    backend then takes it without a copy (``jax.device_put`` aliases it)."""
+    size = shape[0] * shape[1] * np.dtype(dtype).itemsize
+    raw = np.empty(size + ALIGN, dtype=np.uint8)
+    skip = -raw.ctypes.data % ALIGN
+    return raw[skip : skip + size].view(dtype).reshape(shape)
 
 
 _POOLS: dict[tuple[Any, int], concurrent.futures.Executor] = {}
@@ -235,17 +328,33 @@ def _close_pools() -> None:
     _POOLS.clear()
 
 
-class _Immediate:
-    """A finished result with the interface of a future (one worker)."""
+_CALLER: dict[int, concurrent.futures.ThreadPoolExecutor] = {}  # by process id
+_IN_CALLER = threading.local()
 
-    def __init__(self, value):
-        self.value = value
 
-    def result(self):
-        return self.value
+def _mark_caller() -> None:
+    _IN_CALLER.active = True
 
-    def cancel(self):
-        return False
+
+def _new_caller() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(
+        1, thread_name_prefix="mcdp-fn", initializer=_mark_caller
+    )
+
+
+def _caller() -> tuple[concurrent.futures.ThreadPoolExecutor, bool]:
+    """The thread that calls ``fn`` with one worker, and whether it is this run's
+    own: one thread for the process (a forked child makes its own), whose memory
+    stays warm from run to run (a thread made per run cost several per cent of a
+    fast callable's time); a run started from inside ``fn`` gets one of its own,
+    not to wait for itself."""
+    if getattr(_IN_CALLER, "active", False):
+        return _new_caller(), True
+    pid = os.getpid()
+    if pid not in _CALLER:
+        _CALLER.clear()  # a parent's, whose thread is not in this process
+        _CALLER[pid] = _new_caller()
+    return _CALLER[pid], False
 
 
 def _blocks(
@@ -256,12 +365,18 @@ def _blocks(
     stop: int,
     per_task: int,
     dtype: str,
+    spare: Spare | None = None,
 ) -> Iterator[tuple[int, int, list[np.ndarray]]]:
     """``(first host block, count, [outputs of each input])`` of consecutive chunks
-    of ``per_task`` host blocks from ``first`` to ``stop``; with several workers,
-    up to two chunks per worker are under way ahead of the one yielded."""
+    of ``per_task`` host blocks from ``first`` to ``stop``.
+
+    With one worker, one thread of this process (:func:`_caller`) calls ``fn`` a
+    chunk ahead, filling arrays from ``spare``, while the caller's thread makes
+    the generators and counts. With several workers, up to two chunks per worker
+    are under way ahead of the one yielded."""
     fn, words, name = mechanism.host_sample, entropy(key), mechanism.name
     pool = _pool(fn, mechanism.workers)
+    caller, private = _caller() if pool is None else (None, False)
     starts = iter(range(first, stop, per_task))
     pending: deque = deque()
 
@@ -270,17 +385,28 @@ def _blocks(
         if start is None:
             return False
         count = min(per_task, stop - start)
-        args = [
-            (fn, name, words, i, xs[i], start, count, dtype) for i in range(len(xs))
-        ]
-        if pool is None:
-            futures = [_Immediate(_task(*a)) for a in args]
+        if caller is not None:
+            futures = [
+                caller.submit(
+                    _draw,
+                    fn,
+                    name,
+                    _generators(words, i, start, count),
+                    xs[i],
+                    dtype,
+                    spare,
+                )
+                for i in range(len(xs))
+            ]
         else:
-            futures = [pool.submit(_task, *a) for a in args]
+            futures = [
+                pool.submit(_task, fn, name, words, i, xs[i], start, count, dtype)
+                for i in range(len(xs))
+            ]
         pending.append((start, count, futures))
         return True
 
-    ahead = 1 if pool is None else 2 * mechanism.workers
+    ahead = 2 if caller is not None else 2 * mechanism.workers
     try:
         while len(pending) < ahead and submit():
             pass
@@ -293,6 +419,8 @@ def _blocks(
         for _, _, futures in pending:
             for f in futures:
                 f.cancel()
+        if private:
+            caller.shutdown(wait=False, cancel_futures=True)
 
 
 def _per_task(dim: int, first: int, stop: int) -> int:
@@ -354,21 +482,22 @@ def iter_host_counts(
         aux_d = _device_aux(aux, dtype)
     # a chunk's counts are dispatched asynchronously and collected after the next
     # chunk's outputs are drawn, so the device counts while the host draws; its
-    # Progress comes one chunk late (a caller that stops loses the chunk in flight)
-    pending = None
+    # Progress comes one chunk late (a caller that stops loses the chunk in flight);
+    # once counted, its arrays are filled again
+    pending, spare = None, Spare() if mechanism.workers == 1 else None
     for start, count, outputs in _blocks(
-        mechanism, key, xs, first, stop, per_task, dtype
+        mechanism, key, xs, first, stop, per_task, dtype, spare
     ):
         offset = start * n
-        low = jnp.int32(max(first_draw - offset, 0))
-        high = jnp.int32(min(num_draws - offset, count * n))
+        low = np.int32(max(first_draw - offset, 0))  # NumPy: no dispatch
+        high = np.int32(min(num_draws - offset, count * n))
         with jax.enable_x64(x64):
-            counts = []
+            counted = []  # one (num_outcomes,) array per input, still on the device
             for out in outputs:
                 y, width = _rows(out, per_task * n, width, mechanism.name)
-                counts.append(
+                counted.append(
                     _count_rows(
-                        y,
+                        y,  # aligned: the CPU backend takes it without a copy
                         low,
                         high,
                         aux_d,
@@ -376,14 +505,20 @@ def iter_host_counts(
                         num_outcomes=attack.num_outcomes,
                     )  # fmt: skip
                 )
-            counted = jnp.stack(counts)
         if pending is not None:
-            totals = totals + np.asarray(pending[1], dtype=np.int64)
+            totals = totals + _collect(pending[1])
+            if spare is not None:
+                spare.give(pending[2])
             yield Progress(pending[0], totals.copy())
-        pending = (min(offset + count * n, num_draws), counted)
+        pending = (min(offset + count * n, num_draws), counted, outputs)
     if pending is not None:
-        totals = totals + np.asarray(pending[1], dtype=np.int64)
+        totals = totals + _collect(pending[1])
         yield Progress(pending[0], totals.copy())
+
+
+def _collect(counted: list[jax.Array]) -> np.ndarray:
+    """The counts of one chunk, one row per input, as int64 on the host."""
+    return np.stack([np.asarray(c, dtype=np.int64) for c in counted])
 
 
 def _device_aux(aux: Any, dtype: str) -> Any:

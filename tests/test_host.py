@@ -3,6 +3,8 @@ do not depend on the chunk size, the number of workers or where a run resumed;
 draw and iter_counts see the same outputs; bad callables give one-line errors.
 """
 
+import threading
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -61,6 +63,76 @@ def test_counts_do_not_depend_on_the_workers():
         "closure", lambda rng, x, n: laplace_rows(rng, x, n), workers=2
     )  # a lambda cannot be pickled: threads
     np.testing.assert_array_equal(_counts(closure), default)
+
+
+def test_arrays_filled_again_give_the_counts_of_the_outputs(monkeypatch):
+    """A chunk's arrays are filled again once its counts are in; the counts stay
+    those of the drawn outputs (nothing is overwritten while counted)."""
+    monkeypatch.setattr(host, "TASK_SCALARS", host.HOST_BLOCK_DRAWS)  # 1 per task
+    taken, seen = [], []  # seen keeps every array alive: ids are not reused
+    take = host.Spare.take
+
+    def recorded(self, shape, dtype):
+        array = take(self, shape, dtype)
+        taken.append(any(array is a for a in seen))
+        seen.append(array)
+        return array
+
+    monkeypatch.setattr(host.Spare, "take", recorded)
+    draws = 24 * host.HOST_BLOCK_DRAWS - 5
+    key = sampling.key(SEED)
+    counts = _counts(MECH, draws=draws)
+    assert sum(taken) >= 10  # most of the 48 arrays were filled again
+    outputs = sampling.draw(key, MECH, PAIR, None, draws)
+    expected = [np.bincount(np.searchsorted(AUX, y[:, 0], "right"), minlength=3)
+                for y in outputs]  # fmt: skip
+    np.testing.assert_array_equal(counts, expected)
+
+
+def test_a_run_stopped_early_stops_calling_fn(monkeypatch):
+    """With one worker fn runs in a thread kept for it, a chunk ahead; a caller
+    that stops early (an interrupt, a sequential test's stop) cancels the rest."""
+    monkeypatch.setattr(host, "TASK_SCALARS", host.HOST_BLOCK_DRAWS)  # 1 per task
+    calls = []
+
+    def counted(rng, x, n):
+        calls.append(threading.current_thread().name)
+        return laplace_rows(rng, x, n)
+
+    mech = mcdp.Mechanism.from_callable("counted", counted)
+    blocks = 20
+    runs = sampling.iter_counts(
+        sampling.key(SEED), mech, THREE, PAIR, None, blocks * host.HOST_BLOCK_DRAWS,
+        aux=AUX,
+    )  # fmt: skip
+    first = next(runs)
+    runs.close()
+    host._caller()[0].submit(int).result()  # what was left in its queue is done
+    assert first.counts.sum(axis=1).tolist() == [first.draws] * 2
+    # the first Progress comes once chunk 1 is drawn (counts are collected a chunk
+    # late), chunks 2 and 3 under way: at most 2 inputs x 4 chunks, of 2 x 20
+    assert len(calls) <= 8
+    assert all(name.startswith("mcdp-fn") for name in calls)
+
+
+def _nested(rng, x, n):
+    """A callable that runs a black-box audit itself before it draws."""
+    sampling.count_outcomes(sampling.key(1), MECH, THREE, PAIR, None, 10, aux=AUX)
+    return laplace_rows(rng, x, n)
+
+
+def test_a_run_inside_fn_does_not_wait_for_itself():
+    done = []
+    outer = threading.Thread(
+        target=lambda: done.append(
+            _counts(mcdp.Mechanism.from_callable("nested", _nested), draws=10)
+        ),
+        daemon=True,
+    )
+    outer.start()
+    outer.join(timeout=60)
+    assert not outer.is_alive(), "a run inside fn waited for itself"
+    np.testing.assert_array_equal(done[0], _counts(MECH, draws=10))
 
 
 def test_a_resumed_run_gives_the_counts_of_one_run():
