@@ -7,18 +7,19 @@ What is measured, in one process and one run (the baselines beside each result):
   the function itself costs;
 * **fn + generators**: the same loop with the engine's per-block generators
   (``mcdp.host.block_generator``): what reproducibility costs;
-* **mcdp, 1 worker** and **mcdp, 2 workers**: ``count_outcomes`` with the majority
-  vote on the pair ``0^d`` / ``1^d``, warmed up first (compilation, and the
-  worker processes' start), so that neither is timed.
+* **mcdp, 1 worker**, **mcdp, 2 workers** (processes) and **mcdp, 2 threads**
+  (``threads=True``): ``count_outcomes`` with the majority vote on the pair
+  ``0^d`` / ``1^d``, warmed up first (compilation, and the worker processes'
+  start), so that neither is timed.
 
 The runs are interleaved in rounds, ``--repeats`` of them: fn alone, fn +
 generators and mcdp with 1 worker, then (apart, so that the worker processes do
-not share the cores with the next round's runs) mcdp with 1 worker and with 2.
-The overhead is ``mcdp 1 worker / fn alone - 1`` (target <= 20 %) of the fastest
-runs, and its median over the rounds; the speed-up is ``mcdp 1 worker / mcdp 2
-workers`` (processes), likewise. Two callables: NumPy's vectorised Laplace
-(``x + rng.laplace``) and a Python loop of one draw per value (as diffprivlib's
-``randomise`` is), which holds the GIL.
+not share the cores with the next round's runs) mcdp with 1 worker, 2 processes
+and 2 threads. The overhead is ``mcdp 1 worker / fn alone - 1`` (target <= 20 %)
+of the fastest runs, and its median over the rounds; the speed-ups are ``mcdp 1
+worker / mcdp 2 workers`` (processes) and ``/ mcdp 2 threads``, likewise. Two
+callables: NumPy's vectorised Laplace (``x + rng.laplace``) and a Python loop of
+one draw per value (as diffprivlib's ``randomise`` is), which holds the GIL.
 
 Run: ``python benchmarks/bench_callable.py [--draws 8388608] [--json FILE]``.
 """
@@ -37,7 +38,8 @@ from mcdp import host, sampling
 from mcdp.attacks import MAJORITY_VOTE
 from mcdp.subjects import TextbookLaplace
 
-WORKERS = (1, 2)  # mcdp's runs: one worker, and two processes
+# mcdp's runs (workers, threads): one worker, two processes, two threads
+WORKERS = ((1, False), (2, False), (2, True))
 
 
 def python_loop_laplace(rng, x, n):
@@ -77,8 +79,10 @@ def measure(fn, dim: int, draws: int, repeats: int) -> dict:
                 fn(host.block_generator(words, i, h), x.copy(), n)
 
     engines = {}
-    for workers in WORKERS:
-        mech = mcdp.Mechanism.from_callable("bench", fn, workers=workers)
+    for workers, threads in WORKERS:
+        mech = mcdp.Mechanism.from_callable(
+            "bench", fn, workers=workers, threads=threads
+        )
 
         def engine(mech=mech):
             return sampling.count_outcomes(
@@ -86,22 +90,31 @@ def measure(fn, dim: int, draws: int, repeats: int) -> dict:
             )
 
         engine()  # compile; start the workers
-        engines[workers] = engine
+        engines[workers, threads] = engine
     # two sets of rounds: the overhead's runs, then one worker against two (whose
     # processes would otherwise share the cores with the next round's runs)
+    one = engines[1, False]
     times = _rounds(
-        repeats,
-        {"fn_alone": alone, "fn_generators": with_generators, "mcdp_1": engines[1]},
+        repeats, {"fn_alone": alone, "fn_generators": with_generators, "mcdp_1": one}
     )
-    pairs = _rounds(repeats, {"mcdp_1": engines[1], "mcdp_2": engines[2]})
+    pairs = _rounds(
+        repeats,
+        {
+            "mcdp_1": one,
+            "mcdp_2": engines[2, False],
+            "mcdp_2_threads": engines[2, True],
+        },
+    )
     row = {"dim": dim, "draws_per_input": blocks * n}
     row["fn_alone_s"] = min(times["fn_alone"])
     row["fn_generators_s"] = min(times["fn_generators"])
     row["mcdp_1_workers_s"] = min(times["mcdp_1"])
     row["mcdp_2_workers_s"] = min(pairs["mcdp_2"])
+    row["mcdp_2_threads_s"] = min(pairs["mcdp_2_threads"])
     row["overhead"] = row["mcdp_1_workers_s"] / row["fn_alone_s"] - 1
     row["generators_overhead"] = row["fn_generators_s"] / row["fn_alone_s"] - 1
     row["speedup_2_workers"] = min(pairs["mcdp_1"]) / row["mcdp_2_workers_s"]
+    row["speedup_2_threads"] = min(pairs["mcdp_1"]) / row["mcdp_2_threads_s"]
     # the same ratios round by round: their median, less sensitive to one lucky run
     ratio = np.array(times["mcdp_1"]) / np.array(times["fn_alone"])
     row["overhead_median_round"] = float(np.median(ratio) - 1)
@@ -134,7 +147,8 @@ def main() -> None:
             f"{row['overhead']:+.1%}; median round "
             f"{row['overhead_median_round']:+.1%}), 2 workers "
             f"{row['mcdp_2_workers_s']:.3f} s "
-            f"(speed-up {row['speedup_2_workers']:.2f}x)",
+            f"(speed-up {row['speedup_2_workers']:.2f}x), 2 threads "
+            f"{row['mcdp_2_threads_s']:.3f} s ({row['speedup_2_threads']:.2f}x)",
             flush=True,
         )
     if args.json:

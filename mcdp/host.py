@@ -108,6 +108,7 @@ def from_callable(
     library: str | None = None,
     workers: int = 1,
     domain: InputDomain | None = None,
+    threads: bool = False,
 ) -> Mechanism:
     """A black-box :class:`~mcdp.mechanisms.Mechanism` from a Python callable.
 
@@ -130,6 +131,10 @@ def from_callable(
         beside the counting.
       domain: where its inputs live and which pairs are neighbours
         (:class:`mcdp.domains.InputDomain`), for :func:`mcdp.search`.
+      threads: ``True`` to run the ``workers`` as threads of this process: a
+        callable that releases the interpreter lock while it draws (NumPy's
+        generators and array operations do) then draws in parallel without its
+        outputs crossing processes; ``False`` (default) for processes.
 
     Raises:
       ValueError: an argument is not as described; the message names it.
@@ -140,10 +145,9 @@ def from_callable(
         raise ValueError(
             f"Expected fn to be callable as fn(rng, x, n), got {type(fn).__name__}."
         )
-    if not isinstance(reproducible, bool):
-        raise ValueError(
-            f"Expected reproducible to be True or False, got {reproducible!r}."
-        )
+    for label, flag in (("reproducible", reproducible), ("threads", threads)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"Expected {label} to be True or False, got {flag!r}.")
     for label, value in (("claim", claim), ("flaw", flaw)):
         if value is not None and not isinstance(value, str):
             raise ValueError(f"Expected {label} to be a string or None, got {value!r}.")
@@ -163,6 +167,7 @@ def from_callable(
         library=None if library is None else library_version(library),
         workers=workers,
         domain=domain,
+        threads=threads,
     )
 
 
@@ -300,25 +305,36 @@ def _aligned(shape: tuple[int, int], dtype: str) -> np.ndarray:
     return raw[skip : skip + size].view(dtype).reshape(shape)
 
 
-_POOLS: dict[tuple[Any, int], concurrent.futures.Executor] = {}
+_POOLS: dict[tuple[Any, int, bool], concurrent.futures.Executor] = {}
 
 
-def _pool(fn: HostSample, workers: int) -> concurrent.futures.Executor | None:
-    """``None`` for one worker (``fn`` runs here), else a pool kept for the rest of
-    the process: processes (started by spawning: JAX does not survive a fork)
-    where ``fn`` can be pickled, threads where it cannot."""
+def _pool(mechanism: Mechanism) -> concurrent.futures.Executor | None:
+    """``None`` for one worker (:func:`_caller`), else a pool kept for the rest of
+    the process: threads where asked for or where ``fn`` cannot be pickled, else
+    processes (started by spawning: JAX does not survive a fork)."""
+    fn, workers, threads = mechanism.host_sample, mechanism.workers, mechanism.threads
     if workers == 1:
         return None
-    pool = _POOLS.get((fn, workers))
+    pool = _POOLS.get((fn, workers, threads))
     if pool is None:
         try:
+            if threads:
+                raise TypeError("threads asked for")
             pickle.dumps(fn)
             context = multiprocessing.get_context("spawn")
             pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
         except (pickle.PicklingError, AttributeError, TypeError):
-            pool = concurrent.futures.ThreadPoolExecutor(workers)
-        _POOLS[(fn, workers)] = pool
+            pool = concurrent.futures.ThreadPoolExecutor(
+                workers, thread_name_prefix="mcdp-fn"
+            )
+        _POOLS[(fn, workers, threads)] = pool
     return pool
+
+
+def _in_process(mechanism: Mechanism) -> bool:
+    """Whether ``fn`` runs in threads of this process (its outputs are then
+    filled into :class:`Spare` arrays), not in worker processes."""
+    return not isinstance(_pool(mechanism), concurrent.futures.ProcessPoolExecutor)
 
 
 @atexit.register
@@ -370,13 +386,15 @@ def _blocks(
     """``(first host block, count, [outputs of each input])`` of consecutive chunks
     of ``per_task`` host blocks from ``first`` to ``stop``.
 
-    With one worker, one thread of this process (:func:`_caller`) calls ``fn`` a
-    chunk ahead, filling arrays from ``spare``, while the caller's thread makes
-    the generators and counts. With several workers, up to two chunks per worker
-    are under way ahead of the one yielded."""
+    Up to two chunks per worker are under way ahead of the one yielded. With one
+    worker, one thread of this process (:func:`_caller`) calls ``fn``; threads
+    (one worker, or ``threads``) fill arrays from ``spare`` while the caller's
+    thread makes the generators and counts; processes make their own."""
     fn, words, name = mechanism.host_sample, entropy(key), mechanism.name
-    pool = _pool(fn, mechanism.workers)
-    caller, private = _caller() if pool is None else (None, False)
+    pool, private = _pool(mechanism), False
+    if pool is None:
+        pool, private = _caller()
+    in_process = not isinstance(pool, concurrent.futures.ProcessPoolExecutor)
     starts = iter(range(first, stop, per_task))
     pending: deque = deque()
 
@@ -385,9 +403,9 @@ def _blocks(
         if start is None:
             return False
         count = min(per_task, stop - start)
-        if caller is not None:
+        if in_process:
             futures = [
-                caller.submit(
+                pool.submit(
                     _draw,
                     fn,
                     name,
@@ -406,7 +424,7 @@ def _blocks(
         pending.append((start, count, futures))
         return True
 
-    ahead = 2 if caller is not None else 2 * mechanism.workers
+    ahead = 2 * mechanism.workers
     try:
         while len(pending) < ahead and submit():
             pass
@@ -420,7 +438,7 @@ def _blocks(
             for f in futures:
                 f.cancel()
         if private:
-            caller.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _per_task(dim: int, first: int, stop: int) -> int:
@@ -484,7 +502,7 @@ def iter_host_counts(
     # chunk's outputs are drawn, so the device counts while the host draws; its
     # Progress comes one chunk late (a caller that stops loses the chunk in flight);
     # once counted, its arrays are filled again
-    pending, spare = None, Spare() if mechanism.workers == 1 else None
+    pending, spare = None, Spare() if _in_process(mechanism) else None
     for start, count, outputs in _blocks(
         mechanism, key, xs, first, stop, per_task, dtype, spare
     ):

@@ -3,6 +3,7 @@ do not depend on the chunk size, the number of workers or where a run resumed;
 draw and iter_counts see the same outputs; bad callables give one-line errors.
 """
 
+import concurrent.futures
 import threading
 
 import jax.numpy as jnp
@@ -63,6 +64,11 @@ def test_counts_do_not_depend_on_the_workers():
         "closure", lambda rng, x, n: laplace_rows(rng, x, n), workers=2
     )  # a lambda cannot be pickled: threads
     np.testing.assert_array_equal(_counts(closure), default)
+    threads = mcdp.Mechanism.from_callable(
+        "threads", laplace_rows, workers=3, threads=True
+    )  # picklable, but threads asked for
+    assert isinstance(host._pool(threads), concurrent.futures.ThreadPoolExecutor)
+    np.testing.assert_array_equal(_counts(threads), default)
 
 
 def test_arrays_filled_again_give_the_counts_of_the_outputs(monkeypatch):
@@ -193,6 +199,7 @@ def test_audit_records_the_black_box():
         ({"name": "m", "fn": 3}, "fn"),
         ({"name": "m", "fn": laplace_rows, "workers": 0}, "workers"),
         ({"name": "m", "fn": laplace_rows, "reproducible": "no"}, "reproducible"),
+        ({"name": "m", "fn": laplace_rows, "threads": 1}, "threads"),
         ({"name": "m", "fn": laplace_rows, "library": "no-such-lib-xyz"}, "library"),
     ],
 )
@@ -242,6 +249,9 @@ def test_cli_audits_a_callable(tmp_path, capsys, monkeypatch):
     assert record["callable"] == "shipped:sample" and record["dim"] == 1
     assert record["library"] == f"numpy=={np.__version__}"
     assert record["mechanism"] == "sample" and record["draws"] == 2000
+    assert main([*args, "--workers", "2", "--threads"]) == 0  # same counts
+    threaded = json.loads(capsys.readouterr().out)
+    assert threaded["counts"] == record["counts"]
 
 
 @pytest.mark.parametrize(
@@ -253,6 +263,7 @@ def test_cli_audits_a_callable(tmp_path, capsys, monkeypatch):
         (["--callable", "json:__name__", "--dim", "1"], ["fn(rng, x, n)"]),
         (["--callable", "json:dumps", "--pair", "axis"], ["--dim"]),
         (["--mechanism", "laplace", "--workers", "2", "--dim", "1"], ["--workers"]),
+        (["--mechanism", "laplace", "--threads", "--dim", "1"], ["--threads"]),
     ],
 )
 def test_cli_bad_callables_give_one_line(capsys, extra, fragments):

@@ -28,7 +28,7 @@ from mcdp.cli._options import (
 from mcdp.mechanisms import MECHANISMS, NAN_POLICIES
 
 LEARNED_OPTIONS = ("train_draws", "select_draws", "model", "max_events")
-BLACK_BOX_OPTIONS = ("claim", "library", "workers", "non_reproducible")
+BLACK_BOX_OPTIONS = ("claim", "library", "workers", "threads", "non_reproducible")
 
 
 def add_parser(subparsers) -> None:
@@ -168,6 +168,12 @@ def add_black_box_options(parser: argparse.ArgumentParser) -> None:
         type=typed(integer("--workers", 1, 256)),
         default=None,
         help="processes that call the function (default 1)",
+    )
+    box.add_argument(
+        "--threads",
+        action="store_true",
+        help="the workers are threads of this process, not processes: for a "
+        "function that releases the GIL while it draws, as NumPy does",
     )
     box.add_argument(
         "--non-reproducible",
@@ -432,4 +438,5 @@ def load_callable(args: argparse.Namespace, domain=None):
         library=args.library,
         workers=1 if args.workers is None else args.workers,
         domain=domain,
+        threads=args.threads,
     )

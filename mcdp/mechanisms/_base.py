@@ -77,6 +77,8 @@ class Mechanism(NamedTuple):
       library: ``"name==version"`` of the library under audit, for the records.
       workers: processes (threads where ``fn`` cannot be pickled) that call
         ``host_sample``; the counts do not depend on it.
+      threads: whether the workers are threads of this process rather than
+        processes.
     """
 
     name: str
@@ -97,6 +99,7 @@ class Mechanism(NamedTuple):
     library: str | None = None
     workers: int = 1
     domain: InputDomain | None = None
+    threads: bool = False
 
     @classmethod
     def from_callable(
@@ -110,6 +113,7 @@ class Mechanism(NamedTuple):
         library: str | None = None,
         workers: int = 1,
         domain: InputDomain | None = None,
+        threads: bool = False,
     ) -> Mechanism:
         """A black-box mechanism: ``fn(rng, x, n)`` returns ``n`` outputs for the
         input row ``x``, in any Python code (see :func:`mcdp.host.from_callable`,
@@ -118,7 +122,7 @@ class Mechanism(NamedTuple):
 
         return from_callable(
             name, fn, claim=claim, flaw=flaw, reproducible=reproducible,
-            library=library, workers=workers, domain=domain,
+            library=library, workers=workers, domain=domain, threads=threads,
         )  # fmt: skip
 
     def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
