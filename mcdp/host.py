@@ -317,18 +317,23 @@ def _pool(mechanism: Mechanism) -> concurrent.futures.Executor | None:
         return None
     pool = _POOLS.get((fn, workers, threads))
     if pool is None:
-        try:
-            if threads:
-                raise TypeError("threads asked for")
-            pickle.dumps(fn)
-            context = multiprocessing.get_context("spawn")
-            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
-        except (pickle.PicklingError, AttributeError, TypeError):
+        if threads or not _picklable(fn):
             pool = concurrent.futures.ThreadPoolExecutor(
                 workers, thread_name_prefix="mcdp-fn"
             )
+        else:
+            context = multiprocessing.get_context("spawn")
+            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
         _POOLS[(fn, workers, threads)] = pool
     return pool
+
+
+def _picklable(fn: HostSample) -> bool:
+    try:
+        pickle.dumps(fn)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
 
 
 def _in_process(mechanism: Mechanism) -> bool:
