@@ -217,10 +217,10 @@ def _checked(out: Any, name: str, width: int | None) -> np.ndarray:
 
 
 class Spare:
-    """Arrays of a run whose counts are in, ready to be filled again (one worker):
-    a fresh array a chunk costs page faults in the thread that calls ``fn``,
-    several per cent of a fast callable's time. Taken by that thread, given back
-    by the one that counts (a deque: both are safe from two threads)."""
+    """Arrays of a run whose counts are in, ready to be filled again (``fn`` in
+    threads): a fresh array a chunk costs page faults in the threads that call
+    ``fn``, several per cent of a fast callable's time. Taken by those threads,
+    given back by the one that counts (a deque: safe from several threads)."""
 
     def __init__(self, keep: int = 16):
         self.arrays: deque = deque(maxlen=keep)
@@ -396,10 +396,9 @@ def _blocks(
     (one worker, or ``threads``) fill arrays from ``spare`` while the caller's
     thread makes the generators and counts; processes make their own."""
     fn, words, name = mechanism.host_sample, entropy(key), mechanism.name
-    pool, private = _pool(mechanism), False
+    pool, private, in_process = _pool(mechanism), False, _in_process(mechanism)
     if pool is None:
         pool, private = _caller()
-    in_process = not isinstance(pool, concurrent.futures.ProcessPoolExecutor)
     starts = iter(range(first, stop, per_task))
     pending: deque = deque()
 
