@@ -6,7 +6,7 @@ What is measured, in one process and one run (the baselines beside each result):
   of ``n = HOST_BLOCK_DRAWS`` per host block and input, from one generator: what
   the function itself costs;
 * **fn + generators**: the same loop with the engine's per-block generators
-  (``mcdp.host.block_generator``): what reproducibility costs;
+  (``mcdp.engines.host.block_generator``): what reproducibility costs;
 * **mcdp, 1 worker**, **mcdp, 2 workers** (processes) and **mcdp, 2 threads**
   (``threads=True``): ``count_outcomes`` with the majority vote on the pair
   ``0^d`` / ``1^d``, warmed up first (compilation, and the worker processes'
@@ -34,8 +34,9 @@ import time
 import numpy as np
 
 import mcdp
-from mcdp import host, sampling
+from mcdp import sampling
 from mcdp.attacks import MAJORITY_VOTE
+from mcdp.engines import host
 from mcdp.subjects import TextbookLaplace
 
 # mcdp's runs (workers, threads): one worker, two processes, two threads

@@ -9,7 +9,7 @@ What is measured
    (the inverse CDF every Laplace mechanism of mcdp uses), drawn the way the engine
    draws it: one key per block of ``BLOCK_DRAWS x d`` scalars from ``fold_in``,
    ``jax.vmap`` over the blocks of a chunk of about
-   :data:`mcdp.sampling.CHUNK_SCALARS` scalars, and a jitted ``fori_loop`` over
+   :data:`mcdp.engines.device.CHUNK_SCALARS` scalars, and a jitted ``fori_loop`` over
    the chunks that only counts the draws ``> 0.5``, so no noise leaves the chunk.
    An implementation that fails to trace, compile or run (under ``vmap``) gets a
    row that says why instead of a figure.
@@ -50,11 +50,11 @@ from _common import best_of, environment, environment_line, parse_ints, write_js
 
 from mcdp import prng
 from mcdp.attacks import MAJORITY_VOTE
+from mcdp.engines.device import CHUNK_SCALARS
 from mcdp.mechanisms import get_mechanism
 from mcdp.mechanisms._base import standard_laplace
 from mcdp.sampling import (
     BLOCK_DRAWS,
-    CHUNK_SCALARS,
     PRNG_IMPL,
     chunk_blocks_for,
     count_outcomes,

@@ -33,7 +33,7 @@ from pathlib import Path
 import mcdp
 from mcdp._validate import parse_count
 from mcdp.attacks import LEARNED
-from mcdp.mechanisms.suite import SUITE, worst_pair
+from mcdp.mechanisms import SUITE, worst_pair
 from mcdp.searching import DRAWS
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import mcdp
 from mcdp._validate import parse_count
-from mcdp.mechanisms.suite import PEER_PAIRS, SUITE, worst_pair
+from mcdp.mechanisms import worst_pair
+from mcdp.mechanisms.suite import PEER_PAIRS, SUITE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import DP_SNIPER, STATDP  # noqa: E402

@@ -3,7 +3,6 @@
 The public API; the README's "Architecture" section says which module holds what.
 """
 
-from mcdp import _compilation_cache
 from mcdp.attacks import ATTACKS, MAJORITY_VOTE, Attack, AttackContext, get_attack
 from mcdp.auditing import (
     audit,
@@ -14,11 +13,8 @@ from mcdp.auditing import (
     audit_to_width_iter,
     draws_for_target,
 )
-from mcdp.domains import InputDomain
-from mcdp.exact import ExactE2, exact_delta, exact_e2
-from mcdp.experiments import E4Spec, GridSpec, run_grid
-from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
-from mcdp.records import (
+from mcdp.core.domains import InputDomain
+from mcdp.core.records import (
     AuditResult,
     DeltaAuditResult,
     ProfilePoint,
@@ -26,12 +22,13 @@ from mcdp.records import (
     SearchResult,
     TargetWidthResult,
 )
-from mcdp.records import __version__ as __version__
+from mcdp.core.records import __version__ as __version__
+from mcdp.exact import ExactE2, exact_delta, exact_e2
+from mcdp.experiments import E4Spec, GridSpec, run_grid
+from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
 from mcdp.sampling import count_outcomes, iter_counts
 from mcdp.searching import search
 from mcdp.statistics import Estimate, clopper_pearson, loss_estimate
-
-_compilation_cache.enable()
 
 __all__ = [
     "ATTACKS",

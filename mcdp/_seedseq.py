@@ -1,8 +1,8 @@
 r"""The host blocks' generators, made fast and exactly as NumPy makes them.
 
 Host block ``h`` of input ``i`` draws from ``Generator(PCG64(SeedSequence(words,
-spawn_key=(i, h))))`` (:mod:`mcdp.host`). Making one costs about 13 us, most of it
-the Python around :class:`numpy.random.SeedSequence`'s few dozen 32-bit hashes.
+spawn_key=(i, h))))`` (:mod:`mcdp.engines.host`). Making one costs about 13 us, most
+of it the Python around :class:`numpy.random.SeedSequence`'s few dozen 32-bit hashes.
 With thousands of blocks a second that is several per cent of a fast callable's
 time, and it holds the interpreter lock while the callable's thread waits for it.
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -42,86 +42,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp import _validate, learning
-from mcdp._types import Array, PRNGKey
-from mcdp.mechanisms import Mechanism
+from mcdp._types import Array
+from mcdp.core.attack import Attack, AttackContext
+from mcdp.core.mechanism import Mechanism
+from mcdp.sampling import draw
 
 LR_GRID = 24  # evenly spaced thresholds on each side, besides the epsilons
-
-
-class AttackContext(NamedTuple):
-    """What an attack's ``prepare`` may use; everything is known before the draws.
-
-    Attributes:
-      mechanism: the audited mechanism.
-      pair: the two inputs, shape ``(2, d)``, as given.
-      transformed: the inputs after the mechanism's ``transform`` (clipping), host
-        float64: what the noise is added to.
-      params: the mechanism's parameters.
-      epsilons: the epsilons where the audit reads its privacy profile.
-      dtype: the run's dtype, ``"float64"`` or ``"float32"``.
-      key: a key for the attack's own draws (training, selection), independent of
-        the keys of the counted sample.
-      epsilon, delta: the claim under audit.
-      draws: the draws per input of the counted sample.
-      confidence: the joint confidence of the audit's bounds.
-    """
-
-    mechanism: Mechanism
-    pair: np.ndarray
-    transformed: np.ndarray
-    params: Any
-    epsilons: tuple[float, ...]
-    dtype: str
-    key: PRNGKey
-    epsilon: float = 1.0
-    delta: float = 0.0
-    draws: int = 0
-    confidence: float = 0.95
-
-
-class Attack(NamedTuple):
-    """A distinguisher.
-
-    Attributes:
-      name: its name in results (``attack`` field).
-      num_outcomes: how many outcomes ``guess`` returns (for an attack with
-        ``prepare``, that of the attack it prepares; 0 where only the context fixes
-        it).
-      guess: ``guess(y, aux)`` maps outputs of shape ``(n, d)`` to int32 outcomes of
-        shape ``(n,)`` in ``[0, num_outcomes)``; pure JAX, not jitted. ``aux`` is a
-        pytree of arrays passed into the compiled loop as data, so new values do
-        not re-trace.
-      prepare: ``prepare(context) -> (attack, aux)``, run on the host before the
-        counted draws; ``None`` for an attack that needs nothing (its ``aux`` is
-        ``None``).
-      impossible: ``(input, outcome)`` cells that the mechanism's declarations make
-        impossible (input 0 is the pair's first row); where such a cell is indeed
-        never observed, its probability is taken as 0 exactly rather than bounded
-        from the counts.
-      events: what each event ``outcome >= k`` means, for the records (optional).
-    """
-
-    name: str
-    num_outcomes: int
-    guess: Callable[[Array, Any], Array]
-    prepare: Callable[[AttackContext], tuple[Attack, Any]] | None = None
-    impossible: tuple[tuple[int, int], ...] = ()
-    events: tuple[str, ...] = ()
-
-    def event_names(self) -> list[str]:
-        """What each threshold ``outcome >= k``, k = 1 .. num_outcomes - 1, means
-        (``events``, or ``"outcome >= k"`` where the attack does not say)."""
-        if self.events:
-            return list(self.events)
-        return [f"outcome >= {k}" for k in range(1, self.num_outcomes)]
-
-
-def bind(attack: Attack, context: AttackContext) -> tuple[Attack, Any]:
-    """The attack to run on ``context`` and its ``aux``: ``attack.prepare(context)``,
-    or ``(attack, None)`` for an attack that needs no preparation."""
-    if attack.prepare is None:
-        return attack, None
-    return attack.prepare(context)
 
 
 # --- the majority vote ------------------------------------------------------------
@@ -325,7 +251,6 @@ def _prepare_learned(
 ) -> tuple[Attack, Any]:
     """Trains on the first sample, selects on the second (see :mod:`mcdp.learning`);
     both come from ``context.key``, which the counted sample never uses."""
-    from mcdp.sampling import draw  # the engine imports this module
 
     key_init, key_train, key_select = (
         jax.random.fold_in(context.key, stage) for stage in range(3)
@@ -451,7 +376,6 @@ def _prepare_float_support(
 ) -> tuple[Attack, Any]:
     """Learns each input's float grid on a training sample from ``context.key``,
     which the counted sample never uses."""
-    from mcdp.sampling import draw  # the engine imports this module
 
     outputs = draw(
         jax.random.fold_in(context.key, 0), context.mechanism, context.pair,

@@ -33,11 +33,9 @@ import numpy as np
 
 from mcdp import _validate
 from mcdp._progress import progress_bar
-from mcdp.attacks import MAJORITY_VOTE, Attack, AttackContext, bind, get_attack
-from mcdp.exact import ExactE2, exact_e2
-from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
-from mcdp.pairs import make_pair
-from mcdp.records import (
+from mcdp.attacks import MAJORITY_VOTE, get_attack
+from mcdp.core.attack import Attack, AttackContext, bind
+from mcdp.core.records import (
     AuditResult,
     DeltaAuditResult,
     ProfilePoint,
@@ -46,6 +44,9 @@ from mcdp.records import (
     black_box,
     provenance,
 )
+from mcdp.exact import ExactE2, exact_e2
+from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
+from mcdp.pairs import make_pair
 from mcdp.sampling import BLOCK_DRAWS, DTYPES, PRNG_IMPL, cell_key, iter_counts
 from mcdp.statistics import (
     NUM_ROWS,

@@ -1,6 +1,6 @@
 r"""Exact references: the test oracles and the figures' baselines.
 
-Each comes from a field of the :class:`~mcdp.mechanisms.Mechanism`, never from its
+Each comes from a field of the :class:`~mcdp.core.mechanism.Mechanism`, never from its
 name: a mechanism that declares ``log_round_one`` gets the exact loss of the
 majority vote (:func:`exact_e2`), one that declares ``exact_delta`` its exact
 privacy profile (:func:`exact_delta`); the closed forms that the built-in mechanisms
@@ -18,16 +18,14 @@ precision, and the exact loss stays finite where it is finite.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 from scipy import stats
 
+from mcdp.core.mechanism import Mechanism
 from mcdp.statistics import loss_from_log_probabilities
-
-if TYPE_CHECKING:  # the mechanisms import this module's closed forms
-    from mcdp.mechanisms import Mechanism
 
 
 class ExactE2(NamedTuple):

@@ -49,10 +49,15 @@ import numpy as np
 from mcdp import _validate
 from mcdp.attacks import LEARNED, Attack, get_attack, learned_attack
 from mcdp.auditing import PROFILE_EPSILONS, delta_audit_runs
-from mcdp.domains import InputDomain, check_relation
+from mcdp.core.domains import InputDomain, check_relation
+from mcdp.core.records import (
+    DeltaAuditResult,
+    SearchCandidate,
+    SearchResult,
+    provenance,
+)
 from mcdp.mechanisms import SUITE, Mechanism, get_mechanism
 from mcdp.pairs import PAIRS, make_pair
-from mcdp.records import DeltaAuditResult, SearchCandidate, SearchResult, provenance
 from mcdp.sampling import DTYPES, PRNG_IMPL, cell_key
 
 SOURCES = ("named", "random", "gradient")

@@ -45,9 +45,9 @@ from jax.tree_util import Partial
 
 from mcdp import _validate
 from mcdp._types import Array, PRNGKey
+from mcdp.core.records import Record, provenance
 from mcdp.mechanisms._base import clip_norm
 from mcdp.prng import stream_of
-from mcdp.records import Record, provenance
 
 DTYPES = _validate.DTYPES
 CLIPS = ("l1", "l2")

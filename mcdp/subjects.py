@@ -32,7 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mcdp import _validate
-from mcdp.mechanisms import Mechanism
+from mcdp.core.mechanism import Mechanism
 
 SNAP_BITS = 10  # the grid 2^-10 of the snapped Laplace
 

@@ -57,9 +57,9 @@ import numpy as np
 
 from mcdp import _validate
 from mcdp._types import Array, PRNGKey
+from mcdp.core.records import Record, provenance
 from mcdp.mechanisms._base import clip_norm
 from mcdp.prng import stream_of
-from mcdp.records import Record, provenance
 from mcdp.statistics import clopper_pearson
 
 DISTS = ("uniform", "normal")

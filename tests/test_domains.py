@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from mcdp.domains import CLIPPED_EMBEDDINGS, InputDomain, check_relation
+from mcdp.core.domains import CLIPPED_EMBEDDINGS, InputDomain, check_relation
 from mcdp.mechanisms import MECHANISMS, SUITE
 from mcdp.pairs import make_pair
 

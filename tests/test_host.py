@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import mcdp
-from mcdp import host, sampling
+from mcdp import sampling
 from mcdp.attacks import Attack
+from mcdp.engines import host
 
 from conftest import SEED, assert_one_line_error
 

@@ -8,7 +8,7 @@ import jax
 import pytest
 
 import mcdp
-from mcdp.records import (
+from mcdp.core.records import (
     PROVENANCE_FIELDS,
     AuditResult,
     DeltaAuditResult,

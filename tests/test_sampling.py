@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from mcdp.attacks import MAJORITY_VOTE
+from mcdp.engines.device import _count_impl
 from mcdp.mechanisms import Mechanism, get_mechanism
 from mcdp.sampling import (
     BLOCK_DRAWS,
     Progress,
-    _count_impl,
     count_outcomes,
     iter_counts,
 )

@@ -13,9 +13,9 @@ from scipy import stats
 
 import mcdp
 from mcdp import searching
+from mcdp.core.records import SearchResult
 from mcdp.mechanisms import MECHANISMS, SUITE
 from mcdp.pairs import make_pair
-from mcdp.records import SearchResult
 
 from conftest import FAIL_PROB, SEED
 

@@ -394,7 +394,7 @@ def load_callable(args: argparse.Namespace, domain=None):
     import importlib
     import os
 
-    from mcdp.mechanisms import Mechanism
+    from mcdp.core.mechanism import Mechanism
 
     module_name, _, name = args.callable.partition(":")
     if not module_name or not name:

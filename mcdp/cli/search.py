@@ -22,7 +22,7 @@ from mcdp.cli._options import (
     typed,
 )
 from mcdp.cli.audit import BLACK_BOX_OPTIONS, add_black_box_options, load_callable
-from mcdp.domains import RELATIONS, InputDomain
+from mcdp.core.domains import RELATIONS, InputDomain
 from mcdp.mechanisms import MECHANISMS
 from mcdp.searching import BUDGET, CONFIRM, DRAWS, MAX_BUDGET, SCREEN_DRAWS, SOURCES
 

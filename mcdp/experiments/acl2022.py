@@ -22,11 +22,11 @@ import numpy as np
 
 from mcdp import _validate
 from mcdp.auditing import SANITY_CHECK, audit_iter
+from mcdp.core.records import AuditResult
 from mcdp.experiments.store import Cell, Grid, eps_key
 from mcdp.mechanisms import get_mechanism
 from mcdp.mechanisms._base import standard_laplace
 from mcdp.mechanisms.dptext import dptext_params, dptext_sample
-from mcdp.records import AuditResult
 
 EXPERIMENT = SANITY_CHECK
 ACL2022_MECHANISMS = ("laplace", "adept", "dptext", "none", "random")

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from mcdp import _validate
 from mcdp._progress import progress_bar
-from mcdp.records import Record
+from mcdp.core.records import Record
 from mcdp.sampling import DTYPES, PRNG_IMPL, PRNG_IMPLS
 
 META_KEY = "_meta"

@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 from mcdp import _validate
 from mcdp.attacks import ATTACKS, learned_attack
 from mcdp.auditing import audit_delta_iter
+from mcdp.core.records import DeltaAuditResult
 from mcdp.experiments.store import Cell, Grid
 from mcdp.mechanisms.suite import SUITE
-from mcdp.records import DeltaAuditResult
 
 EXPERIMENT = "benchmarks"
 

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 
 from mcdp import _validate
 from mcdp.auditing import audit_delta_iter
+from mcdp.core.records import DeltaAuditResult
 from mcdp.experiments.store import Cell, Grid, eps_key
-from mcdp.records import DeltaAuditResult
 
 EXPERIMENT = "trlaplace"
 E4_MECHANISMS = ("gaussian", "laplace", "trlaplace")

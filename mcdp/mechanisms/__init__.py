@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from mcdp.mechanisms._base import Mechanism
+import jax
+import numpy as np
+
+from mcdp.core.mechanism import Mechanism
 from mcdp.mechanisms.adept import (
     ADEPT,
     ADEPT_L1,
@@ -55,6 +58,7 @@ from mcdp.mechanisms.trlaplace import (
     trlaplace_min_dim,
     trlaplace_params,
 )
+from mcdp.pairs import make_pair
 
 MECHANISMS: Mapping[str, Mechanism] = MappingProxyType(
     {
@@ -102,6 +106,25 @@ def get_mechanism(name: str) -> Mechanism:
         ) from None
 
 
+def worst_pair(name: str) -> tuple[str, float | None]:
+    """The named pair of the case ``name`` whose exact loss (``exact_epsilon``) is
+    largest, the first of equals, and that loss (``None`` where no pair has one).
+
+    It is computed from the mechanism's closed forms, before anything is drawn, so
+    auditing only this pair costs no confidence."""
+    case = SUITE[name]
+    mech = get_mechanism(name)
+    params = mech.calibrate(case.epsilon, 0.0, case.dim, 1.0)
+    host = jax.tree.map(np.asarray, params)
+    best, best_loss = case.pairs[0], None
+    for pair in case.pairs:
+        tx = mech.transformed(make_pair(pair, case.dim, 1.0), params)
+        loss = mech.exact_epsilon(host, tx)
+        if loss is not None and (best_loss is None or loss > best_loss):
+            best, best_loss = pair, loss
+    return best, best_loss
+
+
 __all__ = [
     "MECHANISMS",
     "NAN_POLICIES",
@@ -131,4 +154,5 @@ __all__ = [
     "trlaplace_min_dim",
     "trlaplace_params",
     "truncated_geometric_params",
+    "worst_pair",
 ]

@@ -1,147 +1,20 @@
-"""The mechanism record and the pieces that several mechanisms share.
+"""The pieces that several mechanisms share: samplers, clipping, closed forms.
 
-A mechanism is a pure function ``sample(key, x, params) -> y`` that draws one output
-for every row of the batch ``x`` (shape ``(n, d)``) from a single key, plus host-side
-metadata: what it claims, how the ACL 2022 sanity check (README, "The estimate")
-parametrises it, and the closed forms from which :mod:`mcdp.exact` computes exact
-references. Every exact reference comes from a field of the record, never from its
-name, so a user's mechanism gets exactly the references it declares.
+The :class:`~mcdp.core.mechanism.Mechanism` record itself is in :mod:`mcdp.core`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mcdp._types import Array, PRNGKey
-from mcdp.domains import InputDomain
+from mcdp.core.mechanism import LogProbs
 from mcdp.exact import laplace_delta
-
-LogProbs = tuple[np.ndarray, np.ndarray]
-
-
-class Mechanism(NamedTuple):
-    r"""A registered (or user-defined) mechanism.
-
-    Only ``name`` and ``sample`` are required; every other field is optional and
-    says what the mechanism declares about itself. An audit that needs a field the
-    mechanism lacks says so in a one-line :class:`ValueError`.
-
-    Attributes:
-      name: registry name; never changes meaning.
-      sample: ``sample(key, x, params) -> y`` with ``x`` of shape ``(n, d)``; pure JAX,
-        not jitted (the engine owns the jit boundary).
-      e2_params: ``e2_params(epsilon, dim, **options) -> params``, the parameters the
-        ACL 2022 sanity check (inputs :math:`0^d` and :math:`1^d`) uses for this
-        mechanism; ``None`` where the mechanism is not meant for it (then the sanity
-        check needs explicit ``params``).
-      log_round_one: host function ``(x, params) -> (log_p1, log_p0)`` giving, per
-        coordinate of the 1-D input ``x``, ``log P[y_i >= 1/2 or y_i is NaN]`` and
-        its complement in log space; the exact loss of the majority vote follows
-        (:func:`mcdp.exact.exact_e2`). ``None`` where no closed form is known.
-      claim: the privacy claim, e.g. ``"epsilon-DP"``; ``None`` where none is stated
-        (the sanity check then gives no verdict).
-      flaw: one line on why the claim fails, or ``None`` for a correct mechanism.
-      nan_policies: the values ``e2_params`` accepts for ``nan_policy`` (DPText only).
-      calibrate: ``calibrate(epsilon, delta, dim, clip) -> params``, the mechanism's
-        own calibration for embeddings clipped at radius ``clip`` (used by the
-        (epsilon, delta) audits); ``None`` if it has none.
-      transform: ``transform(x, params) -> x``, the deterministic part applied before
-        the noise (clipping); ``None`` for the identity.
-      privacy_loss: ``privacy_loss(y, tx, tx_prime, params)``, the exact
-        :math:`\ln p(y \mid x) - \ln p(y \mid x')` of an output row, given the
-        transformed inputs; ``None`` where no density is known.
-      noise_bound: ``noise_bound(params) -> A``: every noise coordinate lies in
-        :math:`[-A, A]`; ``None`` for unbounded noise.
-      exact_delta: host function ``exact_delta(params, tx, epsilon) -> delta | None``:
-        the exact privacy profile :math:`\delta(\varepsilon)` on the transformed
-        pair ``tx`` (shape ``(2, d)``), or ``None`` for pairs without a closed form;
-        the field is ``None`` where no pair has one.
-      exact_epsilon: host function ``exact_epsilon(params, tx) -> epsilon | None``:
-        the exact pure-epsilon privacy loss on the transformed pair ``tx``, the
-        largest :math:`|\ln p(y \mid x) - \ln p(y \mid x')|` over outputs (``inf``
-        where one input reaches outputs the other cannot), or ``None`` for pairs
-        without a closed form; the field is ``None`` where no pair has one.
-      host_sample: ``fn(rng, x, n) -> y`` for a black-box mechanism in any Python
-        code (:meth:`from_callable`): ``n`` outputs (first axis ``n``) for one
-        1-D float64 input row ``x``, drawn from the ``numpy.random.Generator``
-        ``rng``. The engine calls it on the host (:mod:`mcdp.host`); ``sample``
-        then only raises. ``None`` for a JAX mechanism.
-      reproducible: whether the outputs depend on ``rng`` alone (a library that
-        draws from its own or the operating system's randomness is not: its
-        records say ``reproducible: false``).
-      library: ``"name==version"`` of the library under audit, for the records.
-      workers: processes (threads where ``fn`` cannot be pickled) that call
-        ``host_sample``; the counts do not depend on it.
-      threads: whether the workers are threads of this process rather than
-        processes.
-    """
-
-    name: str
-    sample: Callable[[PRNGKey, Array, Any], Array]
-    e2_params: Callable[..., Any] | None = None
-    log_round_one: Callable[[np.ndarray, Any], LogProbs] | None = None
-    claim: str | None = None
-    flaw: str | None = None
-    nan_policies: tuple[str, ...] = ()
-    calibrate: Callable[[float, float, int, float], Any] | None = None
-    transform: Callable[[Any, Any], Any] | None = None
-    privacy_loss: Callable[[Array, Array, Array, Any], Array] | None = None
-    noise_bound: Callable[[Any], Any] | None = None
-    exact_delta: Callable[[Any, np.ndarray, float], float | None] | None = None
-    exact_epsilon: Callable[[Any, np.ndarray], float | None] | None = None
-    host_sample: Callable[[np.random.Generator, np.ndarray, int], Any] | None = None
-    reproducible: bool = True
-    library: str | None = None
-    workers: int = 1
-    domain: InputDomain | None = None
-    threads: bool = False
-
-    @classmethod
-    def from_callable(
-        cls,
-        name: str,
-        fn: Callable[[np.random.Generator, np.ndarray, int], Any],
-        *,
-        claim: str | None = None,
-        flaw: str | None = None,
-        reproducible: bool = True,
-        library: str | None = None,
-        workers: int = 1,
-        domain: InputDomain | None = None,
-        threads: bool = False,
-    ) -> Mechanism:
-        """A black-box mechanism: ``fn(rng, x, n)`` returns ``n`` outputs for the
-        input row ``x``, in any Python code (see :func:`mcdp.host.from_callable`,
-        which checks the arguments)."""
-        from mcdp.host import from_callable
-
-        return from_callable(
-            name, fn, claim=claim, flaw=flaw, reproducible=reproducible,
-            library=library, workers=workers, domain=domain, threads=threads,
-        )  # fmt: skip
-
-    def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
-        """``e2_params(epsilon, dim, **options)``, or a one-line error naming the
-        missing field where the mechanism has none."""
-        if self.e2_params is None:
-            raise ValueError(
-                f"mechanism {self.name!r} has no e2_params, so the sanity check "
-                "cannot calibrate it: pass params= explicitly."
-            )
-        return self.e2_params(epsilon, dim, **options)
-
-    def transformed(self, xs: np.ndarray, params: Any) -> np.ndarray:
-        """The inputs after the deterministic part (``transform``), on the host in
-        float64: what the noise is added to."""
-        xs = np.asarray(xs, dtype=np.float64)
-        if self.transform is None:
-            return xs
-        return np.asarray(self.transform(xs, jax.tree.map(np.asarray, params)))
 
 
 def uniform_midpoint(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:

@@ -21,9 +21,9 @@ import math
 from typing import NamedTuple
 
 from mcdp._types import Array, PRNGKey
-from mcdp.domains import CLIPPED_EMBEDDINGS
+from mcdp.core.domains import CLIPPED_EMBEDDINGS
+from mcdp.core.mechanism import Mechanism
 from mcdp.mechanisms._base import (
-    Mechanism,
     additive_log_round_one,
     clip_l2,
     clip_norm,

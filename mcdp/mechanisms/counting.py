@@ -30,9 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp._types import Array, PRNGKey
-from mcdp.domains import QUERY_ANSWERS, InputDomain
+from mcdp.core.domains import QUERY_ANSWERS, InputDomain
+from mcdp.core.mechanism import Mechanism
 from mcdp.mechanisms._base import (
-    Mechanism,
     laplace_exact_delta,
     laplace_exact_epsilon,
     laplace_privacy_loss,

@@ -25,7 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp._types import Array, PRNGKey
-from mcdp.mechanisms._base import Mechanism, additive_log_round_one, identity
+from mcdp.core.mechanism import Mechanism
+from mcdp.mechanisms._base import additive_log_round_one, identity
 
 NAN_POLICIES = ("zero", "resample", "nan")
 _ZERO, _RESAMPLE, _NAN = range(3)

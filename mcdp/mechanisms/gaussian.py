@@ -31,11 +31,11 @@ from scipy import stats
 
 from mcdp import _validate
 from mcdp._types import Array, ArrayLike, PRNGKey
-from mcdp.domains import CLIPPED_EMBEDDINGS
+from mcdp.core.domains import CLIPPED_EMBEDDINGS
+from mcdp.core.mechanism import Mechanism
 from mcdp.exact import gaussian_delta
 from mcdp.mechanisms._base import (
     LogProbs,
-    Mechanism,
     additive_log_round_one,
     clip_norm,
 )

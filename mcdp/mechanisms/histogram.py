@@ -20,9 +20,9 @@ attack).
 from __future__ import annotations
 
 from mcdp._types import Array, PRNGKey
-from mcdp.domains import HISTOGRAMS
+from mcdp.core.domains import HISTOGRAMS
+from mcdp.core.mechanism import Mechanism
 from mcdp.mechanisms._base import (
-    Mechanism,
     laplace_exact_delta,
     laplace_exact_epsilon,
     laplace_privacy_loss,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mcdp._types import Array, PRNGKey
-from mcdp.domains import CLIPPED_EMBEDDINGS
+from mcdp.core.domains import CLIPPED_EMBEDDINGS
+from mcdp.core.mechanism import Mechanism
 from mcdp.mechanisms._base import (
-    Mechanism,
     additive_log_round_one,
     identity,
     laplace_exact_delta,

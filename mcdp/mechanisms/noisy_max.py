@@ -34,8 +34,9 @@ import numpy as np
 from scipy import optimize
 
 from mcdp._types import Array, PRNGKey
-from mcdp.domains import QUERY_ANSWERS
-from mcdp.mechanisms._base import Mechanism, standard_laplace, uniform_midpoint
+from mcdp.core.domains import QUERY_ANSWERS
+from mcdp.core.mechanism import Mechanism
+from mcdp.mechanisms._base import standard_laplace, uniform_midpoint
 from mcdp.mechanisms._numerics import (
     TAIL_SCALES,
     epsilon_of,

@@ -44,9 +44,10 @@ import jax.numpy as jnp
 
 from mcdp import _validate
 from mcdp._types import Array, PRNGKey
-from mcdp.domains import QUERY_ANSWERS
+from mcdp.core.domains import QUERY_ANSWERS
+from mcdp.core.mechanism import Mechanism
 from mcdp.mechanisms import _svt_exact
-from mcdp.mechanisms._base import Mechanism, standard_laplace
+from mcdp.mechanisms._base import standard_laplace
 
 TRUE, FALSE, ABORTED = 1.0, 0.0, -1.0
 # Subkeys by purpose come from fold_in: in JAX 0.10.2, jax.random.split of a

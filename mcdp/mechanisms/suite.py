@@ -42,11 +42,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-import jax
-import numpy as np
-
 from mcdp.mechanisms.counting import geo_sample_epsilon
-from mcdp.pairs import PATTERNS, SCALAR_PAIRS, SWAPPED, make_pair
+from mcdp.pairs import PATTERNS, SCALAR_PAIRS, SWAPPED
 
 SUITE_EPSILON = 0.1  # the claimed epsilon of the suite (DP-Sniper's default)
 
@@ -113,24 +110,3 @@ PEER_PAIRS: Mapping[str, str] = MappingProxyType(
         "laplace-parallel": "scalar-0-1",
     }
 )
-
-
-def worst_pair(name: str) -> tuple[str, float | None]:
-    """The named pair of the case ``name`` whose exact loss (``exact_epsilon``) is
-    largest, the first of equals, and that loss (``None`` where no pair has one).
-
-    It is computed from the mechanism's closed forms, before anything is drawn, so
-    auditing only this pair costs no confidence."""
-    from mcdp.mechanisms import get_mechanism  # the registry imports this module
-
-    case = SUITE[name]
-    mech = get_mechanism(name)
-    params = mech.calibrate(case.epsilon, 0.0, case.dim, 1.0)
-    host = jax.tree.map(np.asarray, params)
-    best, best_loss = case.pairs[0], None
-    for pair in case.pairs:
-        tx = mech.transformed(make_pair(pair, case.dim, 1.0), params)
-        loss = mech.exact_epsilon(host, tx)
-        if loss is not None and (best_loss is None or loss > best_loss):
-            best, best_loss = pair, loss
-    return best, best_loss

@@ -8,7 +8,8 @@ import jax
 import numpy as np
 
 from mcdp._types import Array, PRNGKey
-from mcdp.mechanisms._base import Mechanism, additive_log_round_one, identity
+from mcdp.core.mechanism import Mechanism
+from mcdp.mechanisms._base import additive_log_round_one, identity
 
 
 class NoParams(NamedTuple):

@@ -1,12 +1,12 @@
-r"""Black-box mechanisms: Python callables that the engine runs on the host.
+r"""The host engine: black-box mechanisms, Python callables run on the host.
 
 :meth:`mcdp.Mechanism.from_callable` wraps ``fn(rng, x, n)``, any Python code that
 returns ``n`` outputs for one input row ``x`` (a library's mechanism, say). The
-engine (:func:`mcdp.sampling.iter_counts`, :func:`mcdp.sampling.draw`) sees the
-record's ``host_sample`` and comes here: it calls ``fn`` on the host, moves each
+counting loop (:func:`mcdp.sampling.iter_counts`, :func:`mcdp.sampling.draw`) hands
+such a mechanism to :class:`HostEngine`: it calls ``fn`` on the host, moves each
 chunk of outputs to the device, applies the attack's jitted ``guess(y, aux)`` there
-and keeps only the counts, yielding the same :class:`~mcdp.sampling.Progress` as
-the JAX engine (progress bars, interruption and ``resume`` work alike).
+and keeps only the counts, as the device engine does (progress bars, interruption
+and ``resume`` work alike).
 
 Randomness is fixed per *host block* of :data:`HOST_BLOCK_DRAWS` draws (16 of the
 engine's blocks): host block ``h`` of input ``i`` draws from its own
@@ -38,137 +38,24 @@ import concurrent.futures
 import multiprocessing
 import os
 import pickle
+import signal
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import lru_cache, partial
-from importlib import metadata
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcdp import _validate
 from mcdp._seedseq import Seeding
-from mcdp.domains import InputDomain
-from mcdp.mechanisms import Mechanism
-from mcdp.sampling import BLOCK_DRAWS, Progress
+from mcdp.core.mechanism import HostSample, Mechanism
+from mcdp.engines.base import BLOCK_DRAWS, CountJob, device_tree, outcome_counts
 
 HOST_BLOCK_DRAWS = 16 * BLOCK_DRAWS  # draws per generator and per call of fn: fixed
 TASK_SCALARS = 1 << 18  # input scalars per task (one input's share of a chunk)
-MAX_WORKERS = 256
 ALIGN = 64  # bytes: the alignment at which the CPU backend aliases host arrays
-
-HostSample = Callable[[np.random.Generator, np.ndarray, int], Any]
-
-
-def _host_only(key, x, params):
-    """The ``sample`` of a black-box mechanism: it cannot run under JAX."""
-    raise ValueError(
-        "a mechanism made by Mechanism.from_callable runs on the host: pass it to "
-        "an audit or to mcdp.sampling (iter_counts, draw), not to JAX code."
-    )
-
-
-def library_version(library: str) -> str:
-    """``"name==version"``: ``library`` as given where it has ``==``, else the
-    version of the installed distribution ``library``."""
-    if not isinstance(library, str) or not library.strip():
-        raise ValueError(
-            f"Expected library to be a distribution name such as 'opendp' or "
-            f"'name==version', got {library!r}."
-        )
-    if "==" in library:
-        return library.strip()
-    try:
-        return f"{library}=={metadata.version(library)}"
-    except metadata.PackageNotFoundError:
-        raise ValueError(
-            f"Expected library to name an installed distribution (or to be "
-            f"'name==version'), got {library!r}."
-        ) from None
-
-
-def callable_name(fn: Any) -> str:
-    """``module:qualname`` of ``fn`` (its type's, for other callables)."""
-    target = fn.func if isinstance(fn, partial) else fn
-    module = getattr(target, "__module__", None) or type(target).__module__
-    name = getattr(target, "__qualname__", None) or type(target).__qualname__
-    return f"{module}:{name}"
-
-
-def from_callable(
-    name: str,
-    fn: HostSample,
-    *,
-    claim: str | None = None,
-    flaw: str | None = None,
-    reproducible: bool = True,
-    library: str | None = None,
-    workers: int = 1,
-    domain: InputDomain | None = None,
-    threads: bool = False,
-) -> Mechanism:
-    """A black-box :class:`~mcdp.mechanisms.Mechanism` from a Python callable.
-
-    Args:
-      name: the mechanism's name in results (a non-empty string).
-      fn: ``fn(rng, x, n)``: ``n`` outputs for the input row ``x`` (1-D float64 of
-        length d) as an array whose first axis is ``n`` (further axes are
-        flattened into the output's coordinates), drawn from the
-        ``numpy.random.Generator`` ``rng``. Real numbers (integers are
-        converted to the run's dtype).
-      claim: the privacy claim, e.g. ``"epsilon-DP"`` (for the records).
-      flaw: why the claim fails, for a known-broken control.
-      reproducible: ``False`` for a library that draws from its own or the
-        operating system's randomness and ignores ``rng``: its counts change from
-        run to run, and its records say so.
-      library: the library under audit, ``"name"`` (its installed version is
-        looked up) or ``"name==version"``.
-      workers: processes that call ``fn`` (threads where ``fn`` cannot be
-        pickled), 1 to 256; 1 (default) calls it in one thread of this process,
-        beside the counting.
-      domain: where its inputs live and which pairs are neighbours
-        (:class:`mcdp.domains.InputDomain`), for :func:`mcdp.search`.
-      threads: ``True`` to run the ``workers`` as threads of this process: a
-        callable that releases the interpreter lock while it draws (NumPy's
-        generators and array operations do) then draws in parallel without its
-        outputs crossing processes; ``False`` (default) for processes.
-
-    Raises:
-      ValueError: an argument is not as described; the message names it.
-    """
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"Expected name to be a non-empty string, got {name!r}.")
-    if not callable(fn):
-        raise ValueError(
-            f"Expected fn to be callable as fn(rng, x, n), got {type(fn).__name__}."
-        )
-    for label, flag in (("reproducible", reproducible), ("threads", threads)):
-        if not isinstance(flag, bool):
-            raise ValueError(f"Expected {label} to be True or False, got {flag!r}.")
-    for label, value in (("claim", claim), ("flaw", flaw)):
-        if value is not None and not isinstance(value, str):
-            raise ValueError(f"Expected {label} to be a string or None, got {value!r}.")
-    workers = _validate.integer("workers", workers, low=1, high=MAX_WORKERS)
-    if domain is not None and not isinstance(domain, InputDomain):
-        raise ValueError(
-            f"Expected domain to be an mcdp.domains.InputDomain or None, got "
-            f"{domain!r}."
-        )
-    return Mechanism(
-        name=name,
-        sample=_host_only,
-        claim=claim,
-        flaw=flaw,
-        host_sample=fn,
-        reproducible=reproducible,
-        library=None if library is None else library_version(library),
-        workers=workers,
-        domain=domain,
-        threads=threads,
-    )
 
 
 # --- the host blocks -----------------------------------------------------------------
@@ -323,9 +210,26 @@ def _pool(mechanism: Mechanism) -> concurrent.futures.Executor | None:
             )
         else:
             context = multiprocessing.get_context("spawn")
-            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
+            pool = concurrent.futures.ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_ignore_interrupts
+            )
         _POOLS[(fn, workers, threads)] = pool
     return pool
+
+
+def _ignore_interrupts() -> None:
+    """A worker process leaves Ctrl-C to the process that runs the audit, which
+    stops the workers (:func:`_blocks`) and keeps what is counted."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_pool(mechanism: Mechanism) -> None:
+    """Shuts the worker processes of ``mechanism`` down once the tasks under way
+    are done (the rest are cancelled): after an interrupt, none is left behind."""
+    key = (mechanism.host_sample, mechanism.workers, mechanism.threads)
+    pool = _POOLS.pop(key, None)
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _picklable(fn: HostSample) -> bool:
@@ -443,6 +347,8 @@ def _blocks(
                 f.cancel()
         if private:
             pool.shutdown(wait=False, cancel_futures=True)
+        elif pending and not in_process:  # worker processes: none left behind
+            _stop_pool(mechanism)
 
 
 def _per_task(dim: int, first: int, stop: int) -> int:
@@ -474,84 +380,12 @@ def _count_rows(y, low, high, aux, *, guess, num_outcomes):
     input's outputs ``y``: int32 of shape ``(num_outcomes,)``."""
     rows = jnp.arange(y.shape[0], dtype=jnp.int32)
     valid = (rows >= low) & (rows < high)
-    outcomes = jnp.arange(num_outcomes, dtype=jnp.int32)
-    hits = (guess(y, aux)[:, None] == outcomes[None, :]) & valid[:, None]
-    return jnp.sum(hits, axis=0, dtype=jnp.int32)
-
-
-def iter_host_counts(
-    key: jax.Array,
-    mechanism: Mechanism,
-    attack,
-    xs: np.ndarray,
-    num_draws: int,
-    *,
-    dtype: str,
-    aux: Any,
-    first_draw: int,
-    totals: np.ndarray,
-) -> Iterator[Progress]:
-    """:func:`mcdp.sampling.iter_counts` for a black-box mechanism (arguments
-    checked there): counts from draw ``first_draw`` (a multiple of
-    :data:`~mcdp.sampling.BLOCK_DRAWS`) on, added to ``totals``; a
-    :class:`~mcdp.sampling.Progress` after every chunk."""
-    n = HOST_BLOCK_DRAWS
-    first, stop = first_draw // n, -(-num_draws // n)
-    per_task = _per_task(xs.shape[1], first, stop)
-    x64 = dtype == "float64"
-    width = None
-    with jax.enable_x64(x64):
-        aux_d = _device_aux(aux, dtype)
-    # a chunk's counts are dispatched asynchronously and collected after the next
-    # chunk's outputs are drawn, so the device counts while the host draws; its
-    # Progress comes one chunk late (a caller that stops loses the chunk in flight);
-    # once counted, its arrays are filled again
-    pending, spare = None, Spare() if _in_process(mechanism) else None
-    for start, count, outputs in _blocks(
-        mechanism, key, xs, first, stop, per_task, dtype, spare
-    ):
-        offset = start * n
-        low = np.int32(max(first_draw - offset, 0))  # NumPy: no dispatch
-        high = np.int32(min(num_draws - offset, count * n))
-        with jax.enable_x64(x64):
-            counted = []  # one (num_outcomes,) array per input, still on the device
-            for out in outputs:
-                y, width = _rows(out, per_task * n, width, mechanism.name)
-                counted.append(
-                    _count_rows(
-                        y,  # aligned: the CPU backend takes it without a copy
-                        low,
-                        high,
-                        aux_d,
-                        guess=attack.guess,
-                        num_outcomes=attack.num_outcomes,
-                    )  # fmt: skip
-                )
-        if pending is not None:
-            totals = totals + _collect(pending[1])
-            if spare is not None:
-                spare.give(pending[2])
-            yield Progress(pending[0], totals.copy())
-        pending = (min(offset + count * n, num_draws), counted, outputs)
-    if pending is not None:
-        totals = totals + _collect(pending[1])
-        yield Progress(pending[0], totals.copy())
+    return outcome_counts(guess(y, aux), valid, num_outcomes)
 
 
 def _collect(counted: list[jax.Array]) -> np.ndarray:
     """The counts of one chunk, one row per input, as int64 on the host."""
     return np.stack([np.asarray(c, dtype=np.int64) for c in counted])
-
-
-def _device_aux(aux: Any, dtype: str) -> Any:
-    """Floating leaves of ``aux`` in the run's dtype, integer leaves int32, as the
-    JAX engine passes them."""
-
-    def leaf(v):
-        kind = np.asarray(v).dtype.kind
-        return jnp.asarray(v, dtype=jnp.int32 if kind in "biu" else dtype)
-
-    return jax.tree.map(leaf, aux)
 
 
 @partial(jax.jit, static_argnames=("transform",))
@@ -560,33 +394,75 @@ def _transform_rows(y, aux, *, transform):
     return transform(y, aux)
 
 
-def host_draw(
-    key: jax.Array,
-    mechanism: Mechanism,
-    xs: np.ndarray,
-    num_draws: int,
-    *,
-    dtype: str,
-    transform,
-    aux: Any,
-    identity,
-) -> np.ndarray:
-    """:func:`mcdp.sampling.draw` for a black-box mechanism: the first
-    ``num_draws`` outputs of every input, from the host blocks of ``key``, mapped
-    by ``transform(y, aux)`` on the device (``identity`` skips the trip)."""
-    n = HOST_BLOCK_DRAWS
-    stop = -(-num_draws // n)
-    per_task = _per_task(xs.shape[1], 0, stop)
-    parts: list[list[np.ndarray]] = [[] for _ in range(len(xs))]
-    x64 = dtype == "float64"
-    with jax.enable_x64(x64):
-        aux_d = _device_aux(aux, dtype)
-    width = None
-    for _, count, outputs in _blocks(mechanism, key, xs, 0, stop, per_task, dtype):
-        for i, out in enumerate(outputs):
-            y, width = _rows(out, per_task * n, width, mechanism.name)
-            if transform is not identity:  # padded to one shape: one compile
-                with jax.enable_x64(x64):
-                    y = np.asarray(_transform_rows(y, aux_d, transform=transform))
-            parts[i].append(y[: count * n])
-    return np.stack([np.concatenate(p)[:num_draws] for p in parts])
+class HostEngine:
+    """Calls a black box's ``fn`` on the host (:class:`mcdp.engines.base.Engine`),
+    in the workers that the mechanism asks for (``workers``, ``threads``)."""
+
+    def count(
+        self, job: CountJob, first_block: int
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """Counts from engine block ``first_block`` on; an item after every chunk."""
+        n = HOST_BLOCK_DRAWS
+        mechanism, num_draws = job.mechanism, job.num_draws
+        first_draw = first_block * BLOCK_DRAWS
+        first, stop = first_draw // n, -(-num_draws // n)
+        per_task = _per_task(job.xs.shape[1], first, stop)
+        x64 = job.dtype == "float64"
+        width = None
+        with jax.enable_x64(x64):
+            aux_d = device_tree(job.aux, job.dtype)
+        # a chunk's counts are dispatched asynchronously and collected after the
+        # next chunk's outputs are drawn, so the device counts while the host draws;
+        # its item comes one chunk late (a caller that stops loses the chunk in
+        # flight); once counted, its arrays are filled again
+        pending, spare = None, Spare() if _in_process(mechanism) else None
+        for start, count, outputs in _blocks(
+            mechanism, job.key, job.xs, first, stop, per_task, job.dtype, spare
+        ):
+            offset = start * n
+            low = np.int32(max(first_draw - offset, 0))  # NumPy: no dispatch
+            high = np.int32(min(num_draws - offset, count * n))
+            with jax.enable_x64(x64):
+                counted = []  # one (num_outcomes,) array per input, on the device
+                for out in outputs:
+                    y, width = _rows(out, per_task * n, width, mechanism.name)
+                    counted.append(
+                        _count_rows(
+                            y,  # aligned: the CPU backend takes it without a copy
+                            low,
+                            high,
+                            aux_d,
+                            guess=job.attack.guess,
+                            num_outcomes=job.attack.num_outcomes,
+                        )
+                    )
+            if pending is not None:
+                yield pending[0], _collect(pending[1])
+                if spare is not None:
+                    spare.give(pending[2])
+            pending = (min(offset + count * n, num_draws), counted, outputs)
+        if pending is not None:
+            yield pending[0], _collect(pending[1])
+
+    def draw(self, job: CountJob, transform) -> np.ndarray:
+        """The first ``job.num_draws`` outputs of every input, from the host blocks
+        of ``job.key``, mapped by ``transform(y, job.aux)`` on the device where
+        given."""
+        n = HOST_BLOCK_DRAWS
+        mechanism = job.mechanism
+        stop = -(-job.num_draws // n)
+        per_task = _per_task(job.xs.shape[1], 0, stop)
+        parts: list[list[np.ndarray]] = [[] for _ in range(len(job.xs))]
+        x64 = job.dtype == "float64"
+        with jax.enable_x64(x64):
+            aux_d = device_tree(job.aux, job.dtype)
+        width = None
+        blocks = _blocks(mechanism, job.key, job.xs, 0, stop, per_task, job.dtype)
+        for _, count, outputs in blocks:
+            for i, out in enumerate(outputs):
+                y, width = _rows(out, per_task * n, width, mechanism.name)
+                if transform is not None:  # padded to one shape: one compile
+                    with jax.enable_x64(x64):
+                        y = np.asarray(_transform_rows(y, aux_d, transform=transform))
+                parts[i].append(y[: count * n])
+        return np.stack([np.concatenate(p)[: job.num_draws] for p in parts])

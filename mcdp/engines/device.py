@@ -1,0 +1,298 @@
+r"""The device engine: draw, attack and count a JAX mechanism inside one compiled loop.
+
+The draws of input ``i`` in block ``b`` come from ``fold_in(fold_in(key, i), b)``. A
+*chunk* is a number of consecutive blocks drawn at once (vmapped), and one compiled
+call runs a ``fori_loop`` over chunks that carries only the outcome counts. So:
+
+* memory is one chunk, however many draws (nothing but counts leaves the loop);
+* the counts of a key do not depend on the chunk size or the call size, because
+  every block has its own key and blocks past the requested number of draws are
+  masked out;
+* counts stay exact: each call counts fewer than :math:`2^{31}` draws in int32, and
+  the loop adds the per-call totals as int64.
+
+The blocks of a call are spread over every device of a one-axis mesh (on every host
+of a ``jax.distributed`` run) and the counts summed across them (``psum``).
+Mechanisms and attacks are plain functions, passed as static arguments; parameters
+are pytrees of arrays, so new keys, parameters or numbers of draws do not re-trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from mcdp import _validate
+from mcdp._types import Array, PRNGKey
+from mcdp.core.attack import Attack
+from mcdp.engines.base import BLOCK_DRAWS, CountJob, device_tree, outcome_counts
+
+CHUNK_SCALARS = 1 << 20  # CPU: scalars per chunk (per input): ~1e6 fits the caches
+CALL_SCALARS = 1 << 27  # CPU: scalars per device per compiled call (per input)
+# Accelerators: (largest d, scalars per chunk) rows, and scalars per call. Set from
+# one H100 sweep of laplace at d = 1, 8, 32, 128 (threefry4x32, both dtypes): chunks
+# of 2^24 scalars and calls of ~2^30 ran 3-4x the CPU sizes' 2.7-3.5e10 draws/s,
+# except at d = 8, where 2^24 fell to 3.5e10 and 2^22 gave 9.3e10 (float32). Which
+# d between 2 and 16 share that cliff is not measured: they take 2^22 too.
+ACCELERATOR_CHUNKS = ((1, 1 << 24), (16, 1 << 22), (_validate.MAX_DIM, 1 << 24))
+ACCELERATOR_CALL_SCALARS = 1 << 30
+SMALL_CHUNK_BLOCKS = 16  # the chunk of runs of at most this many blocks per device
+MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
+
+
+def default_sizes(dim: int, platform: str = "cpu") -> tuple[int, int]:
+    """``(chunk scalars, call scalars)`` per input for ``dim`` on ``platform``
+    (``jax.Device.platform``): :data:`CHUNK_SCALARS` and :data:`CALL_SCALARS` on a
+    CPU, :data:`ACCELERATOR_CHUNKS` and :data:`ACCELERATOR_CALL_SCALARS` elsewhere.
+    The counts of a seed do not depend on them."""
+    if platform == "cpu":
+        return CHUNK_SCALARS, CALL_SCALARS
+    chunk = next(scalars for top, scalars in ACCELERATOR_CHUNKS if dim <= top)
+    return chunk, ACCELERATOR_CALL_SCALARS
+
+
+def chunk_blocks_for(dim: int, platform: str = "cpu") -> int:
+    """Blocks per chunk so that a chunk holds about the platform's chunk scalars
+    (:func:`default_sizes`)."""
+    return max(1, default_sizes(dim, platform)[0] // (BLOCK_DRAWS * dim))
+
+
+@partial(jax.jit, static_argnames=("sample", "attack", "chunk_blocks", "mesh"))
+def _count_impl(
+    keys: PRNGKey,
+    xs: Array,
+    params: Any,
+    first_block: Array,
+    num_chunks: Array,
+    num_draws_blocks: Array,
+    remainder: Array,
+    aux: Any,
+    *,
+    sample,
+    attack: Attack,
+    chunk_blocks: int,
+    mesh: Mesh,
+) -> Array:
+    """Counts the outcomes of ``num_chunks`` chunks per device from ``first_block``.
+
+    Device ``j`` of the ``D`` devices in ``mesh`` draws the chunks ``j, j + D, j +
+    2D, ...`` after ``first_block``; the per-device counts are summed across devices
+    (``psum``), so every block is counted once whatever ``D`` is. Rows with global
+    index ``>= num_draws`` (``num_draws_blocks`` full blocks plus ``remainder`` rows)
+    are masked out. Returns int32 counts of shape ``(num_inputs, num_outcomes)``,
+    replicated on every device.
+    """
+    dim = xs.shape[-1]
+    num_devices = mesh.size
+
+    def per_device(keys, xs, params, first_block, num_chunks, full, remainder, aux):
+        device = jax.lax.axis_index(MESH_AXIS).astype(jnp.uint32)
+        row = jnp.arange(BLOCK_DRAWS, dtype=jnp.uint32)
+        offsets = jnp.arange(chunk_blocks, dtype=jnp.uint32)
+
+        def block_counts(key, x, block):
+            batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
+            y = sample(jax.random.fold_in(key, block), batch, params)
+            valid = (block < full) | ((block == full) & (row < remainder))
+            return outcome_counts(attack.guess(y, aux), valid, attack.num_outcomes)
+
+        def chunk_counts(c, counts):
+            chunk = c.astype(jnp.uint32) * num_devices + device
+            blocks = first_block + chunk * chunk_blocks + offsets
+            per_input = jax.vmap(
+                lambda key, x: jnp.sum(
+                    jax.vmap(lambda b: block_counts(key, x, b))(blocks),
+                    axis=0,
+                    dtype=jnp.int32,
+                )
+            )(keys, xs)
+            return counts + per_input
+
+        init = jnp.zeros((xs.shape[0], attack.num_outcomes), dtype=jnp.int32)
+        init = jax.lax.pcast(init, (MESH_AXIS,), to="varying")  # differs by device
+        local = jax.lax.fori_loop(0, num_chunks, chunk_counts, init)
+        return jax.lax.psum(local, MESH_AXIS)
+
+    replicated = P()
+    return jax.shard_map(
+        per_device, mesh=mesh, in_specs=replicated, out_specs=replicated
+    )(keys, xs, params, first_block, num_chunks, num_draws_blocks, remainder, aux)
+
+
+def _mesh(devices: Sequence[jax.Device] | None) -> Mesh:
+    """A one-axis mesh over ``devices`` (default: every device, on every host)."""
+    devices = jax.devices() if devices is None else list(devices)
+    if not devices:
+        raise ValueError("Expected at least one device in devices, got none.")
+    return Mesh(np.array(devices), (MESH_AXIS,))
+
+
+def _replicate(mesh: Mesh, tree: Any) -> Any:
+    """Places every leaf of ``tree`` on every device of ``mesh``, key arrays too.
+
+    Leaves go through host NumPy: ``jax.device_put`` onto devices of other hosts
+    takes host values (each host passes the same, which it checks), not arrays
+    already placed on this host's devices.
+    """
+    sharding = NamedSharding(mesh, P())
+
+    def leaf(v):
+        if jax.dtypes.issubdtype(v.dtype, jax.dtypes.prng_key):
+            data = jax.device_put(np.asarray(jax.random.key_data(v)), sharding)
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(v))
+        return jax.device_put(np.asarray(v), sharding)
+
+    return jax.tree.map(leaf, tree)
+
+
+def _input_keys(key: PRNGKey, num_inputs: int) -> PRNGKey:
+    """``fold_in(key, i)`` for every input ``i``."""
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(
+        jnp.arange(num_inputs, dtype=jnp.uint32)
+    )
+
+
+@dataclass(frozen=True)
+class DeviceEngine:
+    """Runs a JAX mechanism on devices (:class:`mcdp.engines.base.Engine`).
+
+    Attributes:
+      devices: the devices that share the blocks (default: ``jax.devices()``, every
+        device of the default backend, on every host of a ``jax.distributed`` run);
+        the counts are the same for any number of devices.
+      chunk_blocks: blocks per chunk (default: :func:`default_sizes` of the
+        devices' platform, about 1e6 scalars on a CPU); any value gives the same
+        counts.
+      call_chunks: chunks per device per compiled call (default: about 1.3e8
+        scalars per device per call on a CPU, 1e9 on an accelerator).
+    """
+
+    devices: Sequence[jax.Device] | None = None
+    chunk_blocks: int | None = None
+    call_chunks: int | None = None
+
+    def count(
+        self, job: CountJob, first_block: int
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        mesh = _mesh(self.devices)
+        platform = mesh.devices.flat[0].platform
+        num_devices = mesh.size
+        num_inputs, dim = job.xs.shape
+        full_blocks, remainder = divmod(job.num_draws, BLOCK_DRAWS)
+        total_blocks = full_blocks + (remainder > 0)
+        chunk_blocks = self.chunk_blocks
+        if not chunk_blocks:
+            chunk_blocks = chunk_blocks_for(dim, platform)
+            if -(-total_blocks // num_devices) <= SMALL_CHUNK_BLOCKS:
+                # a small run (a test, a screening) need not draw a whole chunk; one
+                # small size, so that new numbers of draws still do not re-trace
+                chunk_blocks = min(chunk_blocks, SMALL_CHUNK_BLOCKS)
+        call_chunks = self.call_chunks or max(
+            1, default_sizes(dim, platform)[1] // (chunk_blocks * BLOCK_DRAWS * dim)
+        )
+        # int32 counts per call must not overflow
+        call_chunks = min(
+            call_chunks, (2**31 - 1) // (num_devices * chunk_blocks * BLOCK_DRAWS)
+        )
+        if call_chunks < 1:
+            raise ValueError(
+                f"Expected chunk_blocks * {BLOCK_DRAWS} * {num_devices} devices below "
+                f"2**31 (the counts of one call), got chunk_blocks={chunk_blocks}."
+            )
+        # the compiled program depends on what the attack computes, not on what it
+        # says about itself: equal guesses share one compile whatever their events
+        attack = job.attack
+        kernel = Attack(attack.name, attack.num_outcomes, attack.guess)
+        x64 = job.dtype == "float64"
+        with jax.enable_x64(x64):
+            # every input is replicated on every device of the mesh (on every host)
+            constants = _replicate(
+                mesh,
+                (
+                    _input_keys(job.key, num_inputs),
+                    jnp.asarray(job.xs, dtype=job.dtype),
+                    device_tree(job.params, job.dtype),
+                    jnp.uint32(full_blocks),
+                    jnp.uint32(remainder),
+                    device_tree(job.aux, job.dtype),
+                ),
+            )
+        keys_d, xs_d, params_d, full_d, remainder_d, aux_d = constants
+        block = first_block
+        while block < total_blocks:
+            remaining_chunks = -(-(total_blocks - block) // chunk_blocks)
+            chunks = min(call_chunks, -(-remaining_chunks // num_devices))  # per device
+            with jax.enable_x64(x64):  # only around device work: the caller's code
+                counts = _count_impl(  # between yields keeps its own setting
+                    keys_d,
+                    xs_d,
+                    params_d,
+                    *_replicate(mesh, (jnp.uint32(block), jnp.int32(chunks))),
+                    full_d,
+                    remainder_d,
+                    aux_d,
+                    sample=job.mechanism.sample,
+                    attack=kernel,
+                    chunk_blocks=chunk_blocks,
+                    mesh=mesh,
+                )
+                # replicated: this host's first copy is the sum over all devices
+                added = np.asarray(counts.addressable_data(0), dtype=np.int64)
+            block += chunks * num_devices * chunk_blocks
+            yield min(block * BLOCK_DRAWS, job.num_draws), added
+
+    def draw(
+        self, job: CountJob, transform: Callable[[Array, Any], Array] | None
+    ) -> np.ndarray:
+        num_inputs, dim = job.xs.shape
+        total_blocks = -(-job.num_draws // BLOCK_DRAWS)
+        per_call = max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))  # blocks per call
+        parts = []
+        with jax.enable_x64(job.dtype == "float64"):
+            keys = _input_keys(job.key, num_inputs)
+            xs_d = jnp.asarray(job.xs, dtype=job.dtype)
+            params_d = device_tree(job.params, job.dtype)
+            aux_d = device_tree(job.aux, job.dtype)
+            # every call draws the same number of blocks (one compile), the last one
+            # past the end where it must: blocks are keyed by index, so the extra
+            # ones change none of the others, and they are cut off below
+            count = min(per_call, total_blocks)
+            for first in range(0, total_blocks, count):
+                out = _draw_impl(
+                    keys, xs_d, params_d, jnp.uint32(first), aux_d,
+                    sample=job.mechanism.sample, transform=transform or _identity,
+                    num_blocks=count,
+                )  # fmt: skip
+                parts.append(np.asarray(out))
+        return np.concatenate(parts, axis=1)[:, : job.num_draws]
+
+
+def _identity(y, aux):
+    del aux
+    return y
+
+
+@partial(jax.jit, static_argnames=("sample", "transform", "num_blocks"))
+def _draw_impl(keys, xs, params, first_block, aux, *, sample, transform, num_blocks):
+    """``transform(sample(...), aux)`` of ``num_blocks`` blocks per input from
+    ``first_block``: shape ``(num_inputs, num_blocks * BLOCK_DRAWS, ...)``."""
+    dim = xs.shape[-1]
+    blocks = first_block + jnp.arange(num_blocks, dtype=jnp.uint32)
+
+    def block(key, x, b):
+        batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
+        return transform(sample(jax.random.fold_in(key, b), batch, params), aux)
+
+    def per_input(key, x):
+        out = jax.vmap(lambda b: block(key, x, b))(blocks)
+        return out.reshape((num_blocks * BLOCK_DRAWS,) + out.shape[2:])
+
+    return jax.vmap(per_input)(keys, xs)
