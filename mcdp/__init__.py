@@ -3,7 +3,7 @@
 The public API; the README's "Architecture" section says which module holds what.
 """
 
-from mcdp.attacks import ATTACKS, MAJORITY_VOTE, Attack, AttackContext, get_attack
+from mcdp.attacks import ATTACKS, MAJORITY_VOTE, get_attack
 from mcdp.auditing import (
     audit,
     audit_delta,
@@ -13,6 +13,7 @@ from mcdp.auditing import (
     audit_to_width_iter,
     draws_for_target,
 )
+from mcdp.core import Attack, AttackContext
 from mcdp.core.domains import InputDomain
 from mcdp.core.records import (
     AuditResult,
@@ -26,8 +27,10 @@ from mcdp.core.records import __version__ as __version__
 from mcdp.exact import ExactE2, exact_delta, exact_e2
 from mcdp.experiments import E4Spec, GridSpec, run_grid
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
+from mcdp.running import run, run_iter
 from mcdp.sampling import count_outcomes, iter_counts
 from mcdp.searching import search
+from mcdp.spec import AuditSpec, Draws, TargetWidth
 from mcdp.statistics import Estimate, clopper_pearson, loss_estimate
 
 __all__ = [
@@ -37,7 +40,9 @@ __all__ = [
     "Attack",
     "AttackContext",
     "AuditResult",
+    "AuditSpec",
     "DeltaAuditResult",
+    "Draws",
     "E4Spec",
     "Estimate",
     "ExactE2",
@@ -47,6 +52,7 @@ __all__ = [
     "ProfilePoint",
     "Provenance",
     "SearchResult",
+    "TargetWidth",
     "TargetWidthResult",
     "audit",
     "audit_delta",
@@ -63,6 +69,8 @@ __all__ = [
     "get_mechanism",
     "iter_counts",
     "loss_estimate",
+    "run",
     "run_grid",
+    "run_iter",
     "search",
 ]

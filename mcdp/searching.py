@@ -48,7 +48,6 @@ import numpy as np
 
 from mcdp import _validate
 from mcdp.attacks import LEARNED, Attack, get_attack, learned_attack
-from mcdp.auditing import PROFILE_EPSILONS, delta_audit_runs
 from mcdp.core.domains import InputDomain, check_relation
 from mcdp.core.records import (
     DeltaAuditResult,
@@ -58,7 +57,9 @@ from mcdp.core.records import (
 )
 from mcdp.mechanisms import SUITE, Mechanism, get_mechanism
 from mcdp.pairs import PAIRS, make_pair
+from mcdp.running import run_iter
 from mcdp.sampling import DTYPES, PRNG_IMPL, cell_key
+from mcdp.spec import AuditSpec, Draws
 
 SOURCES = ("named", "random", "gradient")
 BUDGET = 32  # candidates screened (named + gradient + random)
@@ -341,7 +342,6 @@ def search(
     identity = f"search/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{clip!r}"
     root = cell_key(seed, identity, prng)
     pure = delta == 0
-    epsilons = sorted({float(e) for e in PROFILE_EPSILONS} | {epsilon})
     candidates = propose(
         mech, params, domain, dim, clip, budget, root, sources=sources, dtype=dtype
     )
@@ -350,12 +350,13 @@ def search(
             raise AssertionError(f"candidate {c.label} left the domain: {c.pair}")
 
     def run(c: Candidate, tag: int, n: int, conf: float, att: Attack):
-        *_, last = delta_audit_runs(
-            label_key(root, tag, c.label), mech, epsilon, delta, dim, n, c.pair,
-            c.label, att, clip=clip, seed=seed, confidence=conf, dtype=dtype,
-            params=params, epsilons=epsilons, prng=prng,
+        spec = AuditSpec(
+            mech, epsilon, delta=delta, dim=dim, pair=c.pair, pair_name=c.label,
+            attack=att, params=params, clip=clip, confidence=conf, dtype=dtype,
+            prng=prng, seed=seed, key=label_key(root, tag, c.label),
             exact=tag == CONFIRM_TAG,  # screenings rank by their bounds alone
         )  # fmt: skip
+        *_, last = run_iter(spec, Draws(n))
         return last
 
     screened = []

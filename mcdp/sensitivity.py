@@ -279,12 +279,6 @@ class SensitivityRecord(Record):
     dtype: str
     seconds: float
 
-    def __str__(self) -> str:
-        return (
-            f"{self.dim:>5} {self.max_l1:>14.6f} {self.claimed:>11.4g} "
-            f"{self.theorem:>10.6g} {self.ratio:>9.6f}"
-        )
-
 
 def sensitivity_records(
     key: PRNGKey,

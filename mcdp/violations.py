@@ -165,14 +165,6 @@ class ViolationResult(Record):
     pairs_requested: int
     key_data: list[int]
 
-    def __str__(self) -> str:
-        return (
-            f"{self.dist} n={self.dim} ({self.clip}): {self.violations:,} of "
-            f"{self.pairs:,} pairs > 2C: {self.fraction:.4%} "
-            f"[{self.fraction_lower:.4%}, {self.fraction_upper:.4%}] "
-            f"({self.confidence:.0%} CI)"
-        )
-
 
 @partial(jax.jit, static_argnames=("dist", "order", "width", "chunk_blocks"))
 def _count_impl(

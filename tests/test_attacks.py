@@ -27,7 +27,6 @@ from mcdp.attacks import (
     lr_thresholds,
     majority_vote_guess,
 )
-from mcdp.auditing import ATTACK_KEY_TAG, make_pair
 from mcdp.mechanisms import (
     GaussianParams,
     LaplaceParams,
@@ -35,6 +34,8 @@ from mcdp.mechanisms import (
     trlaplace_params,
 )
 from mcdp.mechanisms.trlaplace import trlaplace_cdf
+from mcdp.pairs import make_pair
+from mcdp.running import ATTACK_KEY_TAG
 from mcdp.sampling import cell_key, count_outcomes
 from mcdp.statistics import loss_estimate
 

@@ -12,8 +12,8 @@ from scipy import stats
 import mcdp
 from mcdp import sampling
 from mcdp.attacks import ATTACKS, learned_attack
-from mcdp.auditing import ATTACK_KEY_TAG
 from mcdp.mechanisms import LaplaceParams
+from mcdp.running import ATTACK_KEY_TAG
 
 from conftest import FAIL_PROB, SEED, assert_one_line_error
 

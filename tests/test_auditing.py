@@ -20,8 +20,8 @@ from mcdp import (
     get_mechanism,
     loss_estimate,
 )
-from mcdp.auditing import make_pair
 from mcdp.mechanisms import NAN_POLICIES
+from mcdp.pairs import make_pair
 
 from conftest import FAIL_PROB, SEED, Z, binomial_region
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-import mcdp.auditing as auditing
+import mcdp.cli.audit as cli_audit
 from mcdp import draws_for_target
 from mcdp.cli import main
 
@@ -56,13 +56,13 @@ def test_cli_table_prints_plan_rounds_and_outcome(capsys):
 
 
 def test_cli_interrupt_prints_the_partial_result(capsys, monkeypatch):
-    real = auditing.audit_to_width_iter
+    real = cli_audit.run_iter
 
     def interrupted(*args, **kwargs):
         yield next(real(*args, **kwargs))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(auditing, "audit_to_width_iter", interrupted)
+    monkeypatch.setattr(cli_audit, "run_iter", interrupted)
     args = AUDIT + ["--target-width", "0.01", "--draws", "2048", "--json"]
     assert main(args) == 130
     record = json.loads(capsys.readouterr().out)

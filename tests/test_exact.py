@@ -10,7 +10,6 @@ import pytest
 from dp_accounting.pld import privacy_loss_mechanism
 from scipy import special, stats
 
-from mcdp.auditing import make_pair
 from mcdp.exact import (
     exact_delta,
     exact_e2,
@@ -26,6 +25,7 @@ from mcdp.mechanisms import (
     get_mechanism,
     trlaplace_params,
 )
+from mcdp.pairs import make_pair
 
 
 @pytest.mark.parametrize("d", [1, 2, 7, 8, 32])

@@ -13,6 +13,7 @@ import pytest
 import mcdp
 from mcdp import sampling
 from mcdp.attacks import Attack
+from mcdp.cli._text import render
 from mcdp.engines import host
 
 from conftest import SEED, assert_one_line_error
@@ -183,12 +184,12 @@ def test_audit_records_the_black_box():
     r = mcdp.audit_delta(mech, 1.0, 0.0, 1, 2000, pair="scalar-0-1", attack="majority")
     assert r.callable == "test_host:laplace_rows"
     assert r.library == f"numpy=={np.__version__}" and r.reproducible
-    assert "black box test_host:laplace_rows" in str(r)
+    assert "black box test_host:laplace_rows" in render(r)
     record = r.to_dict()
     assert record["callable"] == r.callable and record["reproducible"] is True
     blind = mech._replace(reproducible=False)
     r = mcdp.audit_delta(blind, 1.0, 0.0, 1, 2000, pair="scalar-0-1", attack="majority")
-    assert r.reproducible is False and "not reproducible" in str(r)
+    assert r.reproducible is False and "not reproducible" in render(r)
     jax_record = mcdp.audit_delta("laplace", 1.0, 0.0, 1, 1000, pair="scalar-0-1")
     assert jax_record.callable is None and jax_record.reproducible
 

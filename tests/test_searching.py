@@ -13,6 +13,7 @@ from scipy import stats
 
 import mcdp
 from mcdp import searching
+from mcdp.cli._text import render
 from mcdp.core.records import SearchResult
 from mcdp.mechanisms import MECHANISMS, SUITE
 from mcdp.pairs import make_pair
@@ -25,25 +26,25 @@ SMALL = dict(draws=20_000, screen_draws=10_000, seed=SEED)
 def _spy(monkeypatch):
     """Records every audit the search runs: (tag, label, key data, pair, confidence)."""
     calls = []
-    original = searching.delta_audit_runs
+    original = searching.run_iter
 
-    def spy(key, mech, epsilon, delta, dim, draws, xs, pair_name, attack, **kw):
+    def spy(spec, stop):
         calls.append(
             {
-                "key": tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()),
-                "label": pair_name,
-                "pair": np.asarray(xs),
-                "draws": draws,
-                "confidence": kw["confidence"],
-                "exact": kw.get("exact", True),
-                "domain": mech.domain.at(kw["clip"]),
+                "key": tuple(
+                    np.asarray(jax.random.key_data(spec.key)).ravel().tolist()
+                ),
+                "label": spec.pair_name,
+                "pair": np.asarray(spec.plan.pair),
+                "draws": stop.n,
+                "confidence": spec.confidence,
+                "exact": spec.exact,
+                "domain": spec.plan.mechanism.domain.at(spec.plan.clip),
             }
         )
-        return original(
-            key, mech, epsilon, delta, dim, draws, xs, pair_name, attack, **kw
-        )
+        return original(spec, stop)
 
-    monkeypatch.setattr(searching, "delta_audit_runs", spy)
+    monkeypatch.setattr(searching, "run_iter", spy)
     return calls
 
 
@@ -80,14 +81,14 @@ def test_an_audit_without_exact_values_has_the_same_counts():
     xs = make_pair("half-half", case.dim, 1.0)
     key = jax.random.key(SEED)
     runs = [
-        list(
-            searching.delta_audit_runs(
-                key, mech, case.epsilon, 0.0, case.dim, 5_000, xs, "half-half",
-                mcdp.attacks.MAJORITY_VOTE, clip=1.0, seed=SEED, confidence=0.9,
-                dtype="float64", params=params, epsilons=[case.epsilon],
-                prng="threefry", exact=exact,
-            )
-        )[-1]
+        mcdp.run(
+            mcdp.AuditSpec(
+                mech, case.epsilon, delta=0.0, pair=xs, pair_name="half-half",
+                attack=mcdp.attacks.MAJORITY_VOTE, confidence=0.9, params=params,
+                profile_epsilons=[case.epsilon], key=key, exact=exact,
+            ),
+            mcdp.Draws(5_000),
+        )
         for exact in (True, False)
     ]  # fmt: skip
     with_exact, without = runs
@@ -219,7 +220,7 @@ def test_record_round_trip():
     } <= data.keys()
     assert SearchResult.from_dict(data) == result
     assert sum(c["confirmed"] for c in data["candidates"]) == 2
-    assert "witness" in str(result)
+    assert "witness" in render(result)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Sequence
 
 from mcdp.cli import audit, figures, grid, search, sensitivity, violations
-from mcdp.cli._common import Parser, join_distributed
+from mcdp.cli._common import Parser, interrupted, join_distributed
 
 __all__ = ["build_parser", "main"]
 
@@ -43,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    join_distributed(args)
-    return args.handler(args)
+    """Runs the command line; Ctrl-C anywhere ends it with one line and status 130
+    (the subcommands keep what they counted first)."""
+    try:
+        args = build_parser().parse_args(argv)
+        join_distributed(args)
+        return args.handler(args)
+    except KeyboardInterrupt:
+        return interrupted()

@@ -10,6 +10,8 @@ import os
 import sys
 from typing import NoReturn
 
+from mcdp.cli._text import render
+
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
@@ -27,27 +29,39 @@ class Parser(argparse.ArgumentParser):
         fail(f"{self.prog}: {message}")
 
 
+def interrupted(what: str = "") -> int:
+    """Prints the one line of a run stopped by Ctrl-C, ``mcdp: interrupted`` and
+    ``what`` was kept, and returns the exit status 130."""
+    print(f"mcdp: interrupted{'; ' + what if what else ''}", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def follow(runs, show, as_json: bool) -> int:
     """Show each partial result of ``runs``, then print the last one.
 
     Bad input found at the first step exits with its message; an interrupt
-    keeps (and prints) the last result counted, with exit status 130.
+    stops the run (its workers too) and prints the last result counted, with one
+    line on stderr and exit status 130.
     """
     try:
         result = next(runs)
     except ValueError as err:
         fail(str(err))
     except KeyboardInterrupt:
-        print("mcdp: interrupted before any draws were counted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        runs.close()
+        return interrupted("no draws were counted")
     status = 0
     show(result)
     try:
         for result in runs:
             show(result)
     except KeyboardInterrupt:
-        status = EXIT_INTERRUPTED
-    print(result.to_json() if as_json else result)
+        runs.close()
+        draws = getattr(result, "audit", result).draws
+        status = interrupted(
+            f"the result of the first {draws:,} draws per input follows"
+        )
+    print(result.to_json() if as_json else render(result))
     return status
 
 

@@ -6,13 +6,14 @@ with ``--delta``, an (epsilon, delta) audit of a pair of inputs with an attack.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
+import numpy as np
+
 from mcdp._progress import progress_bar
 from mcdp.attacks import ATTACKS
-from mcdp.cli._common import EXIT_INTERRUPTED, fail, follow
+from mcdp.cli._common import fail, follow
 from mcdp.cli._options import (
     add_common_options,
     add_host_options,
@@ -25,7 +26,10 @@ from mcdp.cli._options import (
     positive,
     typed,
 )
+from mcdp.cli._text import round_line
 from mcdp.mechanisms import MECHANISMS, NAN_POLICIES
+from mcdp.running import draws_for_target, run_iter
+from mcdp.spec import FIRST_DRAWS, MAX_DRAWS, AuditSpec, Draws, TargetWidth
 
 LEARNED_OPTIONS = ("train_draws", "select_draws", "model", "max_events")
 BLACK_BOX_OPTIONS = ("claim", "library", "workers", "threads", "non_reproducible")
@@ -184,8 +188,6 @@ def add_black_box_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mcdp.auditing import audit_iter, validate_audit
-
     for flag in LEARNED_OPTIONS:
         if getattr(args, flag) is None or args.attack == "learned":
             continue
@@ -195,22 +197,19 @@ def run(args: argparse.Namespace) -> int:
         for flag in BLACK_BOX_OPTIONS:
             if getattr(args, flag) not in (None, False):
                 fail(f"--{flag.replace('_', '-')} applies to --callable.")
-        if args.dim is None:
-            fail("mcdp audit: the following arguments are required: --dim")
-    else:
-        if args.target_width is not None or args.max_draws is not None:
-            fail("--target-width and --max-draws apply to registered mechanisms.")
-        args.delta = 0.0 if args.delta is None else args.delta
-        if isinstance(args.pair, str) or args.pair is None:
-            if args.dim is None:
-                fail("--callable needs --dim, or a .npy --pair that fixes it.")
-        elif args.dim is None:
-            args.dim = args.pair.shape[1]
-        elif args.dim != args.pair.shape[1]:
-            fail(
-                f"Expected --dim = {args.pair.shape[1]} (the width of --pair), "
-                f"got {args.dim}."
-            )
+    elif args.target_width is not None or args.max_draws is not None:
+        fail("--target-width and --max-draws apply to registered mechanisms.")
+    if isinstance(args.pair, np.ndarray):  # a .npy file says d
+        width = args.pair.shape[1]
+        if args.dim is not None and args.dim != width:
+            fail(f"Expected --dim = {width} (the width of --pair), got {args.dim}.")
+        args.dim = width
+    if args.dim is None:
+        if args.callable is not None:
+            fail("--callable needs --dim, or a .npy --pair that fixes it.")
+        fail("mcdp audit: the following arguments are required: --dim")
+    if args.callable is not None and args.delta is None:
+        args.delta = 0.0  # a black box's audit is an (epsilon, delta) audit
     if args.delta is None and any(
         getattr(args, flag) is not None for flag in ("pair", "attack", "clip")
     ):
@@ -221,53 +220,63 @@ def run(args: argparse.Namespace) -> int:
                 "--target-width and --max-draws apply to the sanity check, not to "
                 "--delta audits."
             )
-        _require_draws(args)
-        return _audit_delta(args)
-    if args.target_width is not None:
-        return _audit_to_width(args)
-    if args.max_draws is not None:
+        if args.nan_policy is not None:
+            fail("--nan-policy applies to the sanity check, not to --delta audits.")
+    elif args.max_draws is not None and args.target_width is None:
         fail("--max-draws applies with --target-width W.")
-    _require_draws(args)
-
-    try:  # everything is checked before the first draw
-        validate_audit(
-            args.epsilon, args.dim, args.draws, args.seed, args.confidence, args.dtype
-        )
-        runs = audit_iter(
-            args.mechanism,
-            args.epsilon,
-            args.dim,
-            args.draws,
-            seed=args.seed,
-            confidence=args.confidence,
-            dtype=args.dtype,
-            nan_policy=args.nan_policy,
-            prng=args.prng,
-        )
-    except ValueError as err:
-        fail(str(err))
-    with progress_bar(True, total=args.draws, desc=args.mechanism) as bar:
-        return follow(runs, lambda r: bar.update(r.draws - bar.n), args.json)
-
-
-def _require_draws(args: argparse.Namespace) -> None:
-    if args.draws is None:
+    if args.draws is None and args.target_width is None:
         fail(
             "mcdp audit: the following arguments are required: --draws "
             "(or --target-width W)"
         )
+    try:  # everything is checked before the first draw
+        spec = build_spec(args)
+        if args.target_width is not None:
+            return _audit_to_width(args, spec)
+        runs = run_iter(spec, Draws(args.draws))
+    except ValueError as err:
+        fail(str(err))
+    name = spec.plan.mechanism.name
+    with progress_bar(True, total=args.draws, desc=name) as bar:
+        return follow(runs, lambda r: bar.update(r.draws - bar.n), args.json)
 
 
-def _audit_to_width(args: argparse.Namespace) -> int:
-    """``mcdp audit --target-width W``: rounds, each printed, then the outcome."""
-    from mcdp.auditing import (
-        FIRST_DRAWS,
-        MAX_DRAWS,
-        audit_to_width_iter,
-        draws_for_target,
-        validate_audit,
+def build_spec(args: argparse.Namespace) -> AuditSpec:
+    """The :class:`~mcdp.spec.AuditSpec` that the options of ``mcdp audit`` say."""
+    from mcdp.attacks import float_support_attack, learned_attack
+
+    attack = args.attack
+    if attack == "learned":
+        options = {
+            flag: getattr(args, flag)
+            for flag in LEARNED_OPTIONS
+            if getattr(args, flag) is not None
+        }
+        attack = learned_attack(**options)
+    elif attack == "float-support" and args.train_draws is not None:
+        attack = float_support_attack(train_draws=args.train_draws)
+    if args.callable is not None:
+        mechanism = load_callable(args)
+    else:
+        mechanism = args.mechanism
+    return AuditSpec(
+        mechanism,
+        args.epsilon,
+        delta=args.delta,
+        dim=args.dim,
+        pair=args.pair,
+        attack=attack,
+        clip=args.clip,
+        confidence=args.confidence,
+        dtype=args.dtype,
+        prng=args.prng,
+        seed=args.seed,
+        nan_policy=args.nan_policy,
     )
 
+
+def _audit_to_width(args: argparse.Namespace, spec: AuditSpec) -> int:
+    """``mcdp audit --target-width W``: rounds, each printed, then the outcome."""
     max_draws = MAX_DRAWS if args.max_draws is None else args.max_draws
     first = FIRST_DRAWS if args.draws is None else args.draws
     if first > max_draws:
@@ -275,33 +284,9 @@ def _audit_to_width(args: argparse.Namespace) -> int:
             f"Expected --draws (the first round) <= --max-draws = {max_draws:,}, "
             f"got {first:,}."
         )
-    try:  # everything is checked before the first draw
-        validate_audit(
-            args.epsilon, args.dim, first, args.seed, args.confidence, args.dtype
-        )
-        needed = draws_for_target(
-            args.mechanism,
-            args.epsilon,
-            args.dim,
-            args.target_width,
-            confidence=args.confidence,
-            nan_policy=args.nan_policy,
-        )
-        runs = audit_to_width_iter(
-            args.mechanism,
-            args.epsilon,
-            args.dim,
-            args.target_width,
-            max_draws=max_draws,
-            first_draws=first,
-            seed=args.seed,
-            confidence=args.confidence,
-            dtype=args.dtype,
-            nan_policy=args.nan_policy,
-            prng=args.prng,
-        )
-    except ValueError as err:
-        fail(str(err))
+    stop = TargetWidth(args.target_width, max_draws, first)
+    needed = draws_for_target(spec, stop.width)
+    runs = run_iter(spec, stop)
     # the plan and the rounds go beside the table, or to stderr beside the JSON
     # (from process 0 only: the stdout of the others is already silenced)
     log = sys.stdout
@@ -318,7 +303,7 @@ def _audit_to_width(args: argparse.Namespace) -> int:
             bar.total = step.round_draws
             bar.update(step.audit.draws - bar.n)
             if step.audit.draws == step.round_draws:
-                bar.write(step.round_line(), file=log)
+                bar.write(round_line(step), file=log)
 
         return follow(runs, show, args.json)
 
@@ -339,52 +324,6 @@ def _plan(needed: int | float | None, max_draws: int) -> str:
         )
     beyond = "; more than --max-draws allows" if needed > max_draws else ""
     return f"the exact probabilities need about {needed:,} draws per dataset{beyond}"
-
-
-def _audit_delta(args: argparse.Namespace) -> int:
-    """``mcdp audit --delta CLAIMED``: an (epsilon, delta) audit."""
-    from mcdp.attacks import float_support_attack, learned_attack
-    from mcdp.auditing import audit_delta
-    from mcdp.mechanisms import get_mechanism
-
-    if args.nan_policy is not None:
-        fail("--nan-policy applies to the sanity check, not to --delta audits.")
-    try:
-        if args.callable is not None:
-            mech = load_callable(args)
-            attack = args.attack or "learned"
-        else:
-            mech = get_mechanism(args.mechanism)
-            attack = args.attack or (
-                "lr" if mech.privacy_loss is not None else "majority"
-            )
-        if attack == "learned":
-            options = {
-                flag: getattr(args, flag)
-                for flag in LEARNED_OPTIONS
-                if getattr(args, flag) is not None
-            }
-            attack = learned_attack(**options)
-        elif attack == "float-support" and args.train_draws is not None:
-            attack = float_support_attack(train_draws=args.train_draws)
-        result = audit_delta(
-            mech,
-            args.epsilon,
-            args.delta,
-            args.dim,
-            args.draws,
-            pair="axis" if args.pair is None else args.pair,
-            attack=attack,
-            clip=1.0 if args.clip is None else args.clip,
-            seed=args.seed,
-            confidence=args.confidence,
-            dtype=args.dtype,
-            prng=args.prng,
-        )
-    except ValueError as err:
-        fail(str(err))
-    print(json.dumps(result.to_dict(), allow_nan=True) if args.json else result)
-    return EXIT_INTERRUPTED if result.interrupted else 0
 
 
 def load_callable(args: argparse.Namespace, domain=None):

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mcdp.cli._common import EXIT_INTERRUPTED, fail
+from mcdp.cli._common import fail, interrupted
 from mcdp.cli._options import add_common_options, comma_list, count, figure, typed
 
 
@@ -78,8 +78,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         fail(str(err))
     except KeyboardInterrupt:
-        print(f"interrupted; finished results are in {args.cache}/", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return interrupted(f"finished results are in {args.cache}/")
     for path in paths:
         print(path)
     return 0

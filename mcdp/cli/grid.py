@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mcdp.cli._common import EXIT_INTERRUPTED, fail
+from mcdp.cli._common import fail, interrupted
 from mcdp.cli._options import (
     add_common_options,
     add_prng_option,
@@ -21,6 +21,7 @@ from mcdp.cli._options import (
     positive,
     typed,
 )
+from mcdp.cli._text import summary
 from mcdp.experiments import GRIDS
 from mcdp.mechanisms import MECHANISMS
 
@@ -105,15 +106,11 @@ def run(args: argparse.Namespace) -> int:
 
     def report(record, resumed: bool) -> None:
         tag = "resumed" if resumed else f"{record.seconds:7.1f} s"
-        print(f"{record.summary()}  ({tag})", file=sys.stderr)
+        print(f"{summary(record)}  ({tag})", file=sys.stderr)
 
     try:
         run_grid(spec, args.out, progress=True, on_cell=report)
     except KeyboardInterrupt:
-        print(
-            f"interrupted; finished cells are in {args.out}; rerun to resume",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED
+        return interrupted(f"finished cells are in {args.out}; rerun to resume")
     print(args.out)
     return 0

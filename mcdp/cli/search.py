@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mcdp.cli._common import fail
+from mcdp.cli._common import fail, interrupted
 from mcdp.cli._options import (
     add_common_options,
     add_prng_option,
@@ -21,6 +21,7 @@ from mcdp.cli._options import (
     positive,
     typed,
 )
+from mcdp.cli._text import render
 from mcdp.cli.audit import BLACK_BOX_OPTIONS, add_black_box_options, load_callable
 from mcdp.core.domains import RELATIONS, InputDomain
 from mcdp.mechanisms import MECHANISMS
@@ -176,5 +177,7 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except ValueError as err:
         fail(str(err))
-    print(result.to_json() if args.json else result)
+    except KeyboardInterrupt:
+        return interrupted("a search keeps no partial result")
+    print(result.to_json() if args.json else render(result))
     return 0

@@ -9,6 +9,7 @@ import json
 
 from mcdp.cli._common import fail
 from mcdp.cli._options import count, dims, positive, seed, typed
+from mcdp.cli._text import render
 
 
 def add_parser(subparsers) -> None:
@@ -55,9 +56,6 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{'n':>5} {'max L1 found':>14} {'claimed 2C':>11} {'theorem':>10} {'ratio':>9}"
     )
-    for r in rows:
-        print(
-            f"{r['dim']:>5} {r['max_l1']:>14.6f} {r['claimed']:>11.4g} "
-            f"{r['theorem']:>10.6g} {r['ratio']:>9.6f}"
-        )
+    for record in records:
+        print(render(record))
     return 0

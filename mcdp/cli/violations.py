@@ -18,6 +18,7 @@ from mcdp.cli._options import (
     positive,
     typed,
 )
+from mcdp.cli._text import render
 
 
 def add_parser(subparsers) -> None:
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
                 if record.complete:
                     records.append(record.to_dict() | {"seed": args.seed})
                     if not args.json:
-                        print(record)
+                        print(render(record))
     except ValueError as err:
         fail(str(err))
     if args.json:

@@ -3,8 +3,9 @@
 Every record is a frozen dataclass that derives from :class:`Record`: it carries the
 :class:`Provenance` of the run (mcdp and jax versions, backend, x64 flag, stream of
 the seed) as its last fields, and has ``to_dict`` (flat, JSON-ready), ``to_json``
-(one object; infinities as ``Infinity``), ``from_dict`` (for the resumable result
-files) and ``__str__`` (what the command line prints).
+(one object; infinities as ``Infinity``) and ``from_dict`` (for the resumable result
+files). Records hold data only: what the command line prints of them is in
+:mod:`mcdp.cli._text`.
 
 * :class:`AuditResult`: one sanity check (ACL 2022; :func:`mcdp.audit`);
 * :class:`TargetWidthResult`: one sanity check run to a target width;
@@ -23,7 +24,6 @@ from importlib import metadata
 from typing import Any
 
 import jax
-import numpy as np
 
 from mcdp.core.mechanism import callable_name
 
@@ -31,8 +31,6 @@ try:
     __version__ = metadata.version("mcdp")
 except metadata.PackageNotFoundError:  # running from a source tree
     __version__ = "0.1.0"
-
-PRIME_LABEL = "D' = 1^d"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -75,20 +73,6 @@ def black_box(mechanism: Any) -> dict[str, Any]:
     }
 
 
-def _black_box_line(record: Any) -> list[str]:
-    """What the printed record says about a black-box mechanism."""
-    if record.callable is None:
-        return []
-    library = f" ({record.library})" if record.library else ""
-    seeded = (
-        ""
-        if record.reproducible
-        else "; not reproducible: it draws from its own "
-        "randomness, so the seed does not fix its counts"
-    )
-    return [f"black box {record.callable}{library}{seeded}"]
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Record(Provenance):
     """The base of every result record."""
@@ -109,10 +93,6 @@ class Record(Provenance):
     def from_dict(cls, data: dict[str, Any]) -> Record:
         """The record of :meth:`to_dict`'s output (a cell of a result file)."""
         return cls(**data)
-
-
-def _fmt(value: float) -> str:
-    return "inf" if math.isinf(value) else f"{value:.4g}"
 
 
 # --- the sanity check --------------------------------------------------------------
@@ -157,45 +137,6 @@ class AuditResult(Record):
     callable: str | None = None
     library: str | None = None
     reproducible: bool = True
-
-    def __str__(self) -> str:
-        (d0, d1), (e0, e1) = self.counts
-        width = max(len(f"{c:,}") for c in (d0, d1, e0, e1, 10**7))
-        exact = "unknown" if self.exact is None else _fmt(self.exact)
-        head = f"{self.mechanism}" + (
-            f" (NaN policy {self.nan_policy})" if self.nan_policy else ""
-        )
-        lines = [
-            f"{head}, epsilon = {self.epsilon:g}, d = {self.dim}: "
-            f"{self.draws:,} draws per dataset (seed {self.seed}, {self.dtype})",
-            f"{'':12}{'guess 0':>{width}}  {'guess 1':>{width}}",
-            f"{'D  = 0^d':12}{d0:>{width},}  {d1:>{width},}",
-            f"{PRIME_LABEL:12}{e0:>{width},}  {e1:>{width},}",
-            f"privacy loss {_fmt(self.loss)}  "
-            f"[{_fmt(self.loss_lower)}, {_fmt(self.loss_upper)}] "
-            f"({self.confidence:.0%} CI)   exact {exact}",
-        ]
-        if self.violated is not None:
-            verdict = (
-                f"violated: the lower bound {_fmt(self.loss_lower)} exceeds epsilon"
-                if self.violated
-                else "not refuted by this attack"
-            )
-            lines.append(f"claim {self.claim}: {verdict}")
-        if self.interrupted:
-            lines.append("interrupted: the counts above are those finished so far")
-        lines += _black_box_line(self)
-        lines.append(f"{self.seconds:.1f} s on {self.backend}")
-        return "\n".join(lines)
-
-    def summary(self) -> str:
-        """One line: the cell and its loss, as a grid run reports it."""
-        exact = "  -  " if self.exact is None else f"{self.exact:.4g}"
-        return (
-            f"{self.mechanism:>8} eps={self.epsilon:<5g} d={self.dim:<4} "
-            f"loss {self.loss:.4g} [{self.loss_lower:.4g}, {self.loss_upper:.4g}] "
-            f"exact {exact}"
-        )
 
     @property
     def width(self) -> float:
@@ -249,18 +190,6 @@ class TargetWidthResult:
         return self.audit.to_dict() | own
 
     to_json = Record.to_json
-
-    def round_line(self) -> str:
-        """One line on the counts: round, draws, loss interval and width."""
-        a = self.audit
-        return (
-            f"round {len(self.rounds)}: {a.draws:>15,} draws per dataset, loss "
-            f"{_fmt(a.loss)} [{_fmt(a.loss_lower)}, {_fmt(a.loss_upper)}], "
-            f"width {_fmt(self.width)}"
-        )
-
-    def __str__(self) -> str:
-        return f"{self.audit}\n{self.outcome}"
 
 
 # --- (epsilon, delta) audits -------------------------------------------------------
@@ -348,56 +277,6 @@ class DeltaAuditResult(Record):
             nested["tradeoff"] = Tradeoff(**data["tradeoff"])
         return cls(**(data | nested))
 
-    def __str__(self) -> str:
-        exact = "unknown" if self.delta_exact is None else f"{self.delta_exact:.4g}"
-        verdict = "VIOLATED" if self.violated else "not refuted"
-        because = (
-            " (the lower bound exceeds the claimed delta)" if self.violated else ""
-        )
-        pure = []
-        if self.epsilon_lower is not None:
-            known = (
-                "unknown" if self.epsilon_exact is None else _fmt(self.epsilon_exact)
-            )
-            pure = [
-                f"pure epsilon: {self.confidence:.0%} lower bound "
-                f"{_fmt(self.epsilon_lower)}, exact {known}"
-            ]
-        return "\n".join(
-            [
-                f"{self.mechanism} on the {self.pair} pair (d = {self.dim}, C = "
-                f"{self.clip:g}), {self.attack} attack: {self.draws:,} draws per input "
-                f"(seed {self.seed}, {self.dtype})",
-                f"claimed (epsilon, delta) = "
-                f"({self.epsilon:g}, {self.delta_claimed:.4g})",
-                f"delta at epsilon = {self.epsilon:g}: "
-                f"estimate {self.delta_estimate:.4g}, {self.confidence:.0%} lower "
-                f"bound {self.delta_lower:.4g}, exact {exact}",
-                *pure,
-                f"claim {verdict}{because}",
-                *_black_box_line(self),
-                f"{self.seconds:.1f} s on {self.backend}",
-            ]
-        )
-
-    def summary(self) -> str:
-        """One line: the cell and its bounds (on delta; on epsilon where the claim
-        is pure), as a grid run reports it."""
-        head = (
-            f"{self.mechanism:>9} eps={self.epsilon:<5g} d={self.dim:<5} "
-            f"{self.pair:>8} {self.attack:>7}: "
-        )
-        flag = "  VIOLATED" if self.violated else ""
-        if self.delta_claimed == 0 and self.epsilon_lower is not None:
-            exact = "?" if self.epsilon_exact is None else _fmt(self.epsilon_exact)
-            return (
-                f"{head}epsilon lower {_fmt(self.epsilon_lower)}, exact {exact}{flag}"
-            )
-        return (
-            f"{head}delta claimed {self.delta_claimed:.3g}, lower "
-            f"{self.delta_lower:.3g}, estimate {self.delta_estimate:.3g}{flag}"
-        )
-
 
 # --- the input search --------------------------------------------------------------
 
@@ -465,40 +344,6 @@ class SearchResult(Record):
     def from_dict(cls, data: dict[str, Any]) -> SearchResult:
         candidates = [SearchCandidate(**c) for c in data["candidates"]]
         return cls(**(data | {"candidates": candidates}))
-
-    def __str__(self) -> str:
-        exact = "unknown" if self.epsilon_exact is None else _fmt(self.epsilon_exact)
-        rows = sorted(self.candidates, key=lambda c: -c.score)
-        shown = [
-            f"  {c.label:<28} {c.source:<8} screen {_fmt(c.score):>8}"
-            + (
-                f"  confirmed {_fmt(c.confirmed_lower)}"
-                if c.confirmed_lower is not None
-                else ""
-            )
-            for c in rows[: max(self.confirm, 8)]
-        ]
-        verdict = "VIOLATED" if self.violated else "not refuted"
-        pair = np.array2string(np.asarray(self.witness), precision=4)
-        return "\n".join(
-            [
-                f"{self.mechanism}: search over {len(self.candidates)} pairs "
-                f"({self.domain['relation']} relation, d = {self.dim}), "
-                f"{self.attack} attack; screened on {self.screen_draws:,} draws, "
-                f"best {self.confirm} confirmed on {self.draws:,} fresh draws "
-                f"(seed {self.seed})",
-                "best screened (lower bound of the score):",
-                *shown,
-                f"witness {self.witness_label}: {pair}",
-                f"pure epsilon: {self.confidence:.0%} lower bound "
-                f"{_fmt(self.epsilon_lower)}, exact {exact}",
-                f"delta at epsilon = {self.epsilon:g}: {self.confidence:.0%} lower "
-                f"bound {self.delta_lower:.4g} (claimed {self.delta:.4g})",
-                f"claim ({self.epsilon:g}, {self.delta:.4g}) {verdict}",
-                f"{self.seconds:.1f} s ({self.screen_seconds:.1f} s screening) on "
-                f"{self.backend}",
-            ]
-        )
 
 
 __all__ = [

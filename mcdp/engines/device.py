@@ -172,7 +172,10 @@ class DeviceEngine:
         devices' platform, about 1e6 scalars on a CPU); any value gives the same
         counts.
       call_chunks: chunks per device per compiled call (default: about 1.3e8
-        scalars per device per call on a CPU, 1e9 on an accelerator).
+        scalars per device per call on a CPU, 1e9 on an accelerator). A run's first
+        call draws one chunk per device and each next call twice as many, up to
+        ``call_chunks``: the first counts come soon after the compile (a progress
+        bar moves, Ctrl-C keeps them), for a few calls more in all.
     """
 
     devices: Sequence[jax.Device] | None = None
@@ -227,9 +230,11 @@ class DeviceEngine:
             )
         keys_d, xs_d, params_d, full_d, remainder_d, aux_d = constants
         block = first_block
-        while block < total_blocks:
+        ramp = 1  # the first call draws one chunk per device, each next one twice
+        while block < total_blocks:  # as many, up to call_chunks: early progress
             remaining_chunks = -(-(total_blocks - block) // chunk_blocks)
-            chunks = min(call_chunks, -(-remaining_chunks // num_devices))  # per device
+            chunks = min(call_chunks, ramp, -(-remaining_chunks // num_devices))
+            ramp *= 2
             with jax.enable_x64(x64):  # only around device work: the caller's code
                 counts = _count_impl(  # between yields keeps its own setting
                     keys_d,
