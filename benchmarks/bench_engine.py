@@ -83,15 +83,10 @@ from baselines import (
 )
 
 from mcdp.attacks import MAJORITY_VOTE
+from mcdp.engines.device import chunk_blocks_for
 from mcdp.exact import exact_e2
 from mcdp.mechanisms import get_mechanism
-from mcdp.sampling import (
-    BLOCK_DRAWS,
-    PRNG_IMPLS,
-    chunk_blocks_for,
-    count_outcomes,
-    key,
-)
+from mcdp.sampling import BLOCK_DRAWS, PRNG_IMPLS, count_outcomes, key
 
 EPSILON = 1.0
 DEFAULT_MECHANISMS = "laplace"
@@ -235,7 +230,7 @@ def bench_case(
     """
     name, dim, dtype = case
     mechanism = get_mechanism(name)
-    params = mechanism.e2_params(EPSILON, dim)
+    params = mechanism.calibrate_sanity_check(EPSILON, dim)
     xs = np.stack([np.zeros(dim), np.ones(dim)])
 
     def run_mcdp(num_draws: int, stream: str) -> np.ndarray:
@@ -283,7 +278,9 @@ def ratios(rows: Sequence[Row]) -> list[Ratio]:
     out = []
     for mcdp in (r for r in rows if r.implementation == "mcdp"):
         mechanism = get_mechanism(mcdp.mechanism)
-        exact = exact_e2(mechanism, mechanism.e2_params(EPSILON, mcdp.dim), mcdp.dim)
+        exact = exact_e2(
+            mechanism, mechanism.calibrate_sanity_check(EPSILON, mcdp.dim), mcdp.dim
+        )
         over_reference = None
         if reference is not None:
             over_reference = mcdp.scalars_per_s / reference.scalars_per_s

@@ -43,8 +43,9 @@ from pathlib import Path
 
 from _common import environment, environment_line, parse_ints, write_json
 
+from mcdp.engines.device import chunk_blocks_for
 from mcdp.mechanisms import MECHANISMS
-from mcdp.sampling import BLOCK_DRAWS, chunk_blocks_for
+from mcdp.sampling import BLOCK_DRAWS
 
 DEFAULT_DRAWS = "1e6,1e7,1e8,1e9,1e10"
 TARGET_SPREAD = 1.10  # largest peak RSS / smallest

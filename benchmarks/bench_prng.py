@@ -50,16 +50,10 @@ from _common import best_of, environment, environment_line, parse_ints, write_js
 
 from mcdp import prng
 from mcdp.attacks import MAJORITY_VOTE
-from mcdp.engines.device import CHUNK_SCALARS
+from mcdp.engines.device import CHUNK_SCALARS, chunk_blocks_for
 from mcdp.mechanisms import get_mechanism
 from mcdp.mechanisms._base import standard_laplace
-from mcdp.sampling import (
-    BLOCK_DRAWS,
-    PRNG_IMPL,
-    chunk_blocks_for,
-    count_outcomes,
-    key,
-)
+from mcdp.sampling import BLOCK_DRAWS, PRNG_IMPL, count_outcomes, key
 
 IMPLS = "threefry2x32,threefry4x32,philox2x32,philox4x32,rbg,unsafe_rbg,splitmix64"
 DEFAULT_CHUNKS = "16,17,18,19,20,21,22"
@@ -200,7 +194,7 @@ def bench_chunk(
 ) -> SweepRow:
     """Part 2: the engine on the sanity check (laplace), chunks of ``chunk_scalars``."""
     mechanism = get_mechanism("laplace")
-    params = mechanism.e2_params(1.0, dim)
+    params = mechanism.calibrate_sanity_check(1.0, dim)
     xs = np.stack([np.zeros(dim), np.ones(dim)])
     chunk_blocks = max(1, chunk_scalars // (BLOCK_DRAWS * dim))
     draws = max(1, scalars // dim)

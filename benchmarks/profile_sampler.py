@@ -70,7 +70,7 @@ def cpu_ns_per_scalar(stage: str, stream: str, dtype: str, dim: int, scalars: in
                       repeats: int) -> float:  # fmt: skip
     """Process CPU ns per scalar of the engine with the sampler of ``stage``."""
     mechanism = STAGES[stage]
-    params = mechanism.e2_params(1.0, dim)
+    params = mechanism.calibrate_sanity_check(1.0, dim)
     xs = np.stack([np.zeros(dim), np.ones(dim)])
     draws = max(1, scalars // dim)
 

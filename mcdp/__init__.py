@@ -18,6 +18,7 @@ from mcdp.core.domains import InputDomain
 from mcdp.core.records import (
     AuditResult,
     DeltaAuditResult,
+    InputSearchResult,
     ProfilePoint,
     Provenance,
     SearchResult,
@@ -25,7 +26,7 @@ from mcdp.core.records import (
 )
 from mcdp.core.records import __version__ as __version__
 from mcdp.exact import ExactE2, exact_delta, exact_e2
-from mcdp.experiments import E4Spec, GridSpec, run_grid
+from mcdp.experiments import Acl2022Grid, E4Spec, GridSpec, TrLaplaceGrid, run_grid
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
 from mcdp.running import run, run_iter
 from mcdp.sampling import count_outcomes, iter_counts
@@ -37,6 +38,7 @@ __all__ = [
     "ATTACKS",
     "MAJORITY_VOTE",
     "MECHANISMS",
+    "Acl2022Grid",
     "Attack",
     "AttackContext",
     "AuditResult",
@@ -48,12 +50,14 @@ __all__ = [
     "ExactE2",
     "GridSpec",
     "InputDomain",
+    "InputSearchResult",
     "Mechanism",
     "ProfilePoint",
     "Provenance",
     "SearchResult",
     "TargetWidth",
     "TargetWidthResult",
+    "TrLaplaceGrid",
     "audit",
     "audit_delta",
     "audit_delta_iter",

@@ -133,7 +133,7 @@ def audit(
       confidence: joint confidence of the loss interval.
       dtype: ``"float64"`` (default) or ``"float32"`` (cuts the Laplace tails at ~16 b).
       nan_policy: DPText only: ``"zero"`` (default), ``"resample"`` or ``"nan"``.
-      params: the mechanism's parameters; default: its ``e2_params``.
+      params: the mechanism's parameters; default: its ``calibrate_sanity_check``.
       progress: show a progress bar on a terminal for runs longer than 2 s.
       prng: the stream of the seed: ``"threefry4x32"`` (default) or the faster,
         weaker ``"splitmix64"`` (see :mod:`mcdp.prng`).
@@ -177,7 +177,7 @@ def draws_for_target(
       attack: the attack (see :func:`audit`).
       confidence: joint confidence of the interval.
       nan_policy: DPText only.
-      params: the mechanism's parameters; default: its ``e2_params``.
+      params: the mechanism's parameters; default: its ``calibrate_sanity_check``.
 
     Returns:
       A multiple of :data:`mcdp.sampling.BLOCK_DRAWS` (the width that counts at
@@ -271,7 +271,7 @@ def audit_to_width(
       confidence: joint confidence of the loss interval.
       dtype: ``"float64"`` (default) or ``"float32"``.
       nan_policy: DPText only: ``"zero"`` (default), ``"resample"`` or ``"nan"``.
-      params: the mechanism's parameters; default: its ``e2_params``.
+      params: the mechanism's parameters; default: its ``calibrate_sanity_check``.
       progress: show a progress bar of each round on a terminal.
       prng: the stream of the seed (see :func:`audit`).
 
@@ -367,7 +367,7 @@ def audit_delta(
       confidence: the joint confidence of every bound.
       dtype: ``"float64"`` (default) or ``"float32"``.
       params: the mechanism's parameters; default: ``calibrate(epsilon, delta, d,
-        C)`` (``e2_params`` for ``zeros-ones`` or a mechanism without
+        C)`` (``calibrate_sanity_check`` for ``zeros-ones`` or a mechanism without
         ``calibrate``).
       profile_epsilons: where to report the privacy profile (the claimed epsilon is
         always added).

@@ -17,7 +17,7 @@ from typing import Any
 import jax
 
 from mcdp import _validate
-from mcdp.experiments import E4Spec, GridSpec, run_grid, write_atomic
+from mcdp.experiments import Acl2022Grid, TrLaplaceGrid, run_grid, write_atomic
 from mcdp.experiments.acl2022 import sampler_histograms
 from mcdp.experiments.emnlp2021 import violation_series
 from mcdp.sampling import PRNG_IMPL
@@ -107,7 +107,9 @@ def _acl2022_grid(s: FigureSettings, progress: bool, log) -> dict[str, Any]:
     cache = (
         s.cache_dir / f"acl2022-{s.dtype}-draws{s.draws}-seed{s.seed}-{PRNG_IMPL}.json"
     )
-    spec = GridSpec(draws=s.draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype)
+    spec = Acl2022Grid(
+        draws=s.draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype
+    )
     log(f"acl2022 grid: {s.draws:,} draws per dataset -> {cache}")
     return run_grid(spec, cache, progress=progress)
 
@@ -237,14 +239,14 @@ def _search_budget(s: FigureSettings, log) -> dict[str, Any]:
 
 
 def _suite_grid(s: FigureSettings, progress: bool, log) -> dict[str, Any]:
-    from mcdp.experiments import SuiteSpec
+    from mcdp.experiments import SuiteGrid
 
     cache = (
         s.cache_dir
         / f"benchmarks-{s.dtype}-draws{s.suite_draws}-seed{s.seed}-{PRNG_IMPL}.json"
     )
     log(f"benchmark suite: {s.suite_draws:,} draws per input -> {cache}")
-    spec = SuiteSpec(
+    spec = SuiteGrid(
         draws=s.suite_draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype
     )
     return run_grid(spec, cache, progress=progress)
@@ -261,5 +263,7 @@ def _e4_grid(s: FigureSettings, log) -> dict[str, Any]:
         / f"trlaplace-{s.dtype}-draws{s.e4_draws}-seed{s.seed}-{PRNG_IMPL}.json"
     )
     log(f"trlaplace audit: {s.e4_draws:,} draws per input -> {cache}")
-    spec = E4Spec(draws=s.e4_draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype)
+    spec = TrLaplaceGrid(
+        draws=s.e4_draws, seed=s.seed, confidence=s.confidence, dtype=s.dtype
+    )
     return run_grid(spec, cache)

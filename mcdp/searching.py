@@ -51,8 +51,8 @@ from mcdp.attacks import LEARNED, Attack, get_attack, learned_attack
 from mcdp.core.domains import InputDomain, check_relation
 from mcdp.core.records import (
     DeltaAuditResult,
+    InputSearchResult,
     SearchCandidate,
-    SearchResult,
     provenance,
 )
 from mcdp.mechanisms import SUITE, Mechanism, get_mechanism
@@ -273,7 +273,7 @@ def search(
     sources: Sequence[str] = SOURCES,
     prng: str = PRNG_IMPL,
     log: Callable[[str], None] | None = None,
-) -> SearchResult:
+) -> InputSearchResult:
     """Searches the mechanism's input domain for the pair with the strongest bound
     and confirms the best ones on fresh draws (the module's docstring).
 
@@ -303,7 +303,7 @@ def search(
       log: called with a line per stage (screening, confirmation).
 
     Returns:
-      A :class:`~mcdp.records.SearchResult`.
+      A :class:`~mcdp.records.InputSearchResult`.
 
     Raises:
       ValueError: an argument is out of range, or the mechanism declares no domain
@@ -389,7 +389,7 @@ def search(
         )
         for i, c in enumerate(candidates)
     ]
-    return SearchResult(
+    return InputSearchResult(
         mechanism=mech.name,
         epsilon=epsilon,
         delta=delta,

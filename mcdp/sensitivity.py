@@ -59,7 +59,7 @@ FINAL_LR_FRACTION = 1e-3
 MIN_PAD = 16
 
 
-class SearchResult(NamedTuple):
+class SensitivitySearchResult(NamedTuple):
     """What :func:`max_l1_distance` found.
 
     Attributes:
@@ -73,6 +73,9 @@ class SearchResult(NamedTuple):
     x: np.ndarray
     x_prime: np.ndarray
     restart_max_l1: np.ndarray
+
+
+SearchResult = SensitivitySearchResult  # the name earlier versions used
 
 
 class _Settings(NamedTuple):
@@ -90,13 +93,16 @@ def _clip_l1(radius, x):
     return clip_norm(x, radius, 1)
 
 
-def clip_l2(C: float) -> Callable[[Array], Array]:
+def l2_clipper(C: float) -> Callable[[Array], Array]:
     r""":math:`f(x) = x \min(1, C / \lVert x \rVert_2)`; :math:`\Delta_1 = 2C\sqrt{n}`.
 
     A :class:`jax.tree_util.Partial` with ``C`` as a leaf: searches with different
     ``C`` share one compiled program. Works on NumPy and JAX vectors.
     """
     return Partial(_clip_l2, _validate.positive("C", C))
+
+
+clip_l2 = l2_clipper  # the name earlier versions used
 
 
 def clip_l1(C: float) -> Callable[[Array], Array]:
@@ -154,7 +160,9 @@ def _search_block(f, key, first, mask, scale, learning_rate, steps):
     return best, scale * mask[None] * best_z
 
 
-def _search(key, f, dim, pad_to, scale, settings: _Settings, evaluate) -> SearchResult:
+def _search(
+    key, f, dim, pad_to, scale, settings: _Settings, evaluate
+) -> SensitivitySearchResult:
     """:func:`max_l1_distance` on checked arguments. ``pad_to > dim`` is valid only
     for an ``f`` that commutes with zero padding (the clippings); ``evaluate(x, x')``
     recomputes the distance of the best pair, unpadded."""
@@ -170,7 +178,7 @@ def _search(key, f, dim, pad_to, scale, settings: _Settings, evaluate) -> Search
     restart_max = np.concatenate(values)[:restarts]
     best = 0 if np.isnan(restart_max).all() else int(np.nanargmax(restart_max))
     x, x_prime = np.concatenate(pairs)[best]
-    return SearchResult(float(evaluate(x, x_prime)), x, x_prime, restart_max)
+    return SensitivitySearchResult(float(evaluate(x, x_prime)), x, x_prime, restart_max)
 
 
 def _settings(restarts, steps, learning_rate, dtype) -> _Settings:
@@ -211,7 +219,7 @@ def max_l1_distance(
     learning_rate: float = LEARNING_RATE,
     init_scale: float = 1.0,
     dtype: str = "float64",
-) -> SearchResult:
+) -> SensitivitySearchResult:
     r"""The largest :math:`\lVert f(x) - f(x') \rVert_1` found on :math:`\mathbb{R}^n`.
 
     Args:
@@ -219,7 +227,7 @@ def max_l1_distance(
       f: JAX-traceable, from one vector of shape ``(dim,)`` to one vector of shape
         ``(m,)`` (usually ``m = dim``); it never sees a batch (it is vmapped). The
         compiled search is reused when the same ``f`` object is passed again (or a
-        :class:`jax.tree_util.Partial` of the same function, as :func:`clip_l2`).
+        :class:`jax.tree_util.Partial` of the same function, as :func:`l2_clipper`).
       dim: :math:`n \ge 1`.
       restarts: independent random starts (default 64).
       steps: Adam steps per restart (default 400).
@@ -230,15 +238,15 @@ def max_l1_distance(
       dtype: ``"float64"`` (default) or ``"float32"``.
 
     Returns:
-      A :class:`SearchResult`: a lower bound on :math:`\Delta_1(f)` and its witness
-      (for an unbounded ``f``, a value that grows with ``steps``).
+      A :class:`SensitivitySearchResult`: a lower bound on :math:`\Delta_1(f)` and
+      its witness (for an unbounded ``f``, a value that grows with ``steps``).
 
     Raises:
       ValueError: a bad argument, or an ``f`` that does not map ``(dim,)`` floats to
         ``(m,)`` floats.
 
     Example:
-      >>> r = max_l1_distance(jax.random.key(0), clip_l2(1.0), 4, restarts=16)
+      >>> r = max_l1_distance(jax.random.key(0), l2_clipper(1.0), 4, restarts=16)
       >>> round(r.max_l1, 9)  # 2 C sqrt(n)
       4.0
     """
@@ -314,7 +322,7 @@ def sensitivity_records(
     if not dims:
         raise ValueError("Expected dims to hold at least one dimension, got none.")
     settings = _settings(restarts, steps, learning_rate, dtype)
-    f, order = (clip_l2(C), 2) if clip == "l2" else (clip_l1(C), 1)
+    f, order = (l2_clipper(C), 2) if clip == "l2" else (clip_l1(C), 1)
 
     def evaluate(x: np.ndarray, x_prime: np.ndarray) -> float:
         return np.abs(clip_norm(x, C, order) - clip_norm(x_prime, C, order)).sum()

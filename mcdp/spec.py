@@ -129,7 +129,7 @@ class AuditSpec:
         ``lr`` where the mechanism has a density, ``learned`` for a black box,
         else ``majority``.
       params: the mechanism's parameters; default: the sanity check's
-        (``e2_params``), or ``calibrate(epsilon, delta, d, clip)`` for the
+        (``calibrate_sanity_check``), or ``calibrate(epsilon, delta, d, clip)`` for the
         (epsilon, delta) audit (the sanity check's on ``zeros-ones`` or without
         ``calibrate``). A black box takes none.
       clip: the clipping radius C of the pair and the calibration (default 1).

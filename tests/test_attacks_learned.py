@@ -100,7 +100,7 @@ def test_training_and_selection_never_draw_the_counted_keys(monkeypatch):
         seen.append(np.asarray(jax.random.key_data(key)))
         return real_draw(key, *args, **kwargs)
 
-    monkeypatch.setattr(sampling, "draw", spy)
+    monkeypatch.setattr(mcdp.attacks, "draw", spy)  # the attacks' one way to draw
     mcdp.audit_delta("laplace", 1.0, 0.0, 2, 4096, pair="axis", attack=SMALL, seed=7)
     assert len(seen) == 2  # the training and the selection sample
     audit_key = sampling.cell_key(7, f"delta/laplace/1.0/{0.0!r}/2/axis")

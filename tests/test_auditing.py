@@ -72,7 +72,7 @@ def test_interval_coverage_over_repeated_seeds():
     as wide as the normal-approximation interval."""
     m = get_mechanism("adept")
     epsilon, d, draws, runs, confidence = 1.0, 2, 4000, 300, 0.95
-    params = m.e2_params(epsilon, d)
+    params = m.calibrate_sanity_check(epsilon, d)
     exact = exact_e2(m, params, d)
     xs = np.stack([np.zeros(d), np.ones(d)])
     root = jax.random.key(SEED)

@@ -24,7 +24,7 @@ from conftest import SEED
 
 def _exact(name, epsilon, dim):
     m = get_mechanism(name)
-    return exact_e2(m, m.e2_params(epsilon, dim), dim)
+    return exact_e2(m, m.calibrate_sanity_check(epsilon, dim), dim)
 
 
 # --- the draws before the run ----------------------------------------------------
@@ -40,7 +40,7 @@ def test_draws_for_target_uses_the_exact_probabilities():
     unknown = Mechanism(
         "no-closed-form",
         laplace.sample,
-        e2_params=laplace.e2_params,
+        calibrate_sanity_check=laplace.calibrate_sanity_check,
         log_round_one=None,
         claim="epsilon-DP",
     )

@@ -34,7 +34,7 @@ SCALARS = 2_000_000  # per dataset: draws = min(100_000, SCALARS // d)
 
 def _assert_matches_exact(counts, mechanism, dim, num_draws):
     m = get_mechanism(mechanism)
-    exact = exact_e2(m, m.e2_params(EPSILON, dim), dim)
+    exact = exact_e2(m, m.calibrate_sanity_check(EPSILON, dim), dim)
     assert counts.dtype == np.int64 and counts.shape == (2, 2)
     assert counts.sum(axis=1).tolist() == [num_draws, num_draws]
     for row, p in zip(counts, (exact.p1, exact.q1), strict=True):

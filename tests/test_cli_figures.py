@@ -46,13 +46,13 @@ def test_every_figure_draws_from_small_real_results(tmp_path):
     the output of small real runs, saved through the same path as mcdp figures."""
     import jax
 
-    from mcdp import E4Spec, GridSpec, plotting, run_grid
+    from mcdp import Acl2022Grid, TrLaplaceGrid, plotting, run_grid
     from mcdp.experiments.acl2022 import sampler_histograms
     from mcdp.figures import _save
     from mcdp.violations import count_violations
 
     grid = run_grid(
-        GridSpec(draws=2000, mechanisms=("none", "laplace", "adept"), dims=(1, 8)),
+        Acl2022Grid(draws=2000, mechanisms=("none", "laplace", "adept"), dims=(1, 8)),
         tmp_path / "acl.json",
     )
     records = [
@@ -61,7 +61,7 @@ def test_every_figure_draws_from_small_real_results(tmp_path):
         for r in count_violations(jax.random.key(0), dist, [1, 2, 3, 8], 500, clip=clip)
     ]
     e4 = run_grid(
-        E4Spec(draws=2000, mechanisms=("trlaplace",), epsilons=(0.5, 1.0)),
+        TrLaplaceGrid(draws=2000, mechanisms=("trlaplace",), epsilons=(0.5, 1.0)),
         tmp_path / "e4.json",
     )
     figures = {

@@ -62,7 +62,7 @@ def test_log_majority_stays_finite_below_double_underflow():
 def test_laplace_d1_closed_form(epsilon):
     """d = 1, b = 1/epsilon: p = P[eta >= 1/2] = e^{-eps/2}/2, p' = 1 - p."""
     m = get_mechanism("laplace")
-    exact = exact_e2(m, m.e2_params(epsilon, 1), 1)
+    exact = exact_e2(m, m.calibrate_sanity_check(epsilon, 1), 1)
     p = 0.5 * math.exp(-epsilon / 2)
     assert exact.p1 == pytest.approx(p, rel=1e-12)
     assert exact.q1 == pytest.approx(1 - p, rel=1e-12)
@@ -75,33 +75,35 @@ def test_laplace_d1_closed_form(epsilon):
 def test_correct_mechanisms_stay_within_epsilon(epsilon, d):
     for name in ("laplace", "adept-l1", "adept-true-sensitivity"):
         m = get_mechanism(name)
-        assert exact_e2(m, m.e2_params(epsilon, d), d).loss <= epsilon * (1 + 1e-12)
+        assert exact_e2(m, m.calibrate_sanity_check(epsilon, d), d).loss <= epsilon * (
+            1 + 1e-12
+        )
 
 
 def test_adept_exceeds_epsilon_for_d_above_1():
     m = get_mechanism("adept")
     for d in (2, 8, 32):
-        assert exact_e2(m, m.e2_params(1.0, d), d).loss > 1.0
+        assert exact_e2(m, m.calibrate_sanity_check(1.0, d), d).loss > 1.0
 
 
 def test_adept_e2_rare_event_stays_finite():
     m = get_mechanism("adept")
-    exact = exact_e2(m, m.e2_params(10.0, 128), 128)
+    exact = exact_e2(m, m.calibrate_sanity_check(10.0, 128), 128)
     assert exact.p1 < 1e-120  # 65 of 128 coordinates above 1/2 under D: never seen
     assert math.isfinite(exact.loss) and exact.loss == pytest.approx(-exact.log_p1)
 
 
 def test_controls():
     none, rand = get_mechanism("none"), get_mechanism("random")
-    assert exact_e2(none, none.e2_params(1.0, 8), 8).loss == math.inf
-    assert exact_e2(rand, rand.e2_params(1.0, 8), 8).loss == 0.0
+    assert exact_e2(none, none.calibrate_sanity_check(1.0, 8), 8).loss == math.inf
+    assert exact_e2(rand, rand.calibrate_sanity_check(1.0, 8), 8).loss == 0.0
 
 
 @pytest.mark.parametrize("policy", NAN_POLICIES)
 def test_dptext_is_infinite_under_every_policy(policy):
     m = get_mechanism("dptext")
     for d in (1, 8, 128):
-        exact = exact_e2(m, m.e2_params(1.0, d, nan_policy=policy), d)
+        exact = exact_e2(m, m.calibrate_sanity_check(1.0, d, nan_policy=policy), d)
         assert exact.loss == math.inf
         assert exact.q1 == 1.0  # D' = 1^d is always guessed as 1
 
@@ -110,9 +112,9 @@ def test_every_registered_mechanism_has_an_exact_reference():
     # every mechanism that the sanity check can calibrate (the suite's cannot:
     # 0^d and 1^d are not neighbours under their relations)
     for m in MECHANISMS.values():
-        if m.e2_params is not None:
-            assert exact_e2(m, m.e2_params(1.0, 4), 4) is not None
-    assert sum(m.e2_params is not None for m in MECHANISMS.values()) == 9
+        if m.calibrate_sanity_check is not None:
+            assert exact_e2(m, m.calibrate_sanity_check(1.0, 4), 4) is not None
+    assert sum(m.calibrate_sanity_check is not None for m in MECHANISMS.values()) == 9
 
 
 # --- exact (epsilon, delta) profiles against dp_accounting -----------------------

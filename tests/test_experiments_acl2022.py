@@ -29,13 +29,13 @@ REPLICATES = 400_000
 
 
 def test_same_seed_same_result_and_audit_matches_grid_cell(tmp_path):
-    from mcdp import GridSpec, run_grid
+    from mcdp import Acl2022Grid, run_grid
 
     a = audit("adept", 2.0, 8, 5000, seed=3)
     b = audit("adept", 2.0, 8, 5000, seed=3)
     assert a.counts == b.counts
     grid = run_grid(
-        GridSpec(
+        Acl2022Grid(
             draws=5000,
             mechanisms=("laplace", "adept"),
             epsilons=(2.0,),
@@ -96,7 +96,7 @@ def _check(mech: str, eps: float, d: int, draws: int) -> None:
     ref = REFERENCE[mech][repr(eps)][str(d)]
     ours = audit(mech, eps, d, draws, seed=SEED)
     m = get_mechanism(mech)
-    exact = exact_e2(m, m.e2_params(eps, d), d)
+    exact = exact_e2(m, m.calibrate_sanity_check(eps, d), d)
     observed = 0.0 if math.isinf(ours.loss) and math.isinf(ref) else ours.loss - ref
     p_value = _difference_p_value(
         observed, exact.p1, exact.q1, draws, _reference_draws(d)

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from mcdp.experiments import GRIDS, E4Spec, GridSpec, SuiteSpec, run_grid
+from mcdp.experiments import GRIDS, Acl2022Grid, SuiteGrid, TrLaplaceGrid, run_grid
 
 DATA = Path(__file__).parent / "data"
 ACL_FILE = DATA / "acl2022_grid_57f0888.json"
 E4_FILE = DATA / "trlaplace_grid_57f0888.json"
-ACL_SPEC = GridSpec(
+ACL_SPEC = Acl2022Grid(
     draws=3000, mechanisms=("laplace", "adept"), epsilons=(1.0, 2.0), dims=(1, 8)
 )
-E4_SPEC = E4Spec(draws=2000, epsilons=(1.0,))
+E4_SPEC = TrLaplaceGrid(draws=2000, epsilons=(1.0,))
 UNSTORED = {"seconds", "mcdp_version"}  # timing and version
 
 
@@ -31,7 +31,11 @@ def _same(stored: dict, recomputed: dict) -> bool:
 
 
 def test_the_registry_names_every_grid():
-    assert GRIDS == {"acl2022": GridSpec, "trlaplace": E4Spec, "benchmarks": SuiteSpec}
+    assert GRIDS == {
+        "acl2022": Acl2022Grid,
+        "trlaplace": TrLaplaceGrid,
+        "benchmarks": SuiteGrid,
+    }
 
 
 @pytest.mark.parametrize(
@@ -87,7 +91,7 @@ def test_a_file_of_another_grid_or_settings_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not an acl2022 grid file"):
         run_grid(ACL_SPEC, E4_FILE)
     with pytest.raises(ValueError, match="draws=3000, not 4000"):
-        run_grid(GridSpec(draws=4000, mechanisms=("laplace",)), ACL_FILE)
+        run_grid(Acl2022Grid(draws=4000, mechanisms=("laplace",)), ACL_FILE)
     bad = json.loads(ACL_FILE.read_text())
     bad["laplace"]["1.0"]["1"] = {"counts": [[1, 2], [3, 4]]}
     out = tmp_path / "bad.json"
@@ -100,8 +104,10 @@ def test_an_interrupted_cell_is_kept_as_far_as_it_got_and_rerun(tmp_path, monkey
     """Ctrl-C inside a cell: the finished cells and the partial one are in the file,
     the partial one marked interrupted; the rerun recomputes only that one."""
     out = tmp_path / "acl.json"
-    spec = GridSpec(draws=5000, mechanisms=("laplace",), epsilons=(1.0,), dims=(1, 2))
-    real_cells = GridSpec.cells
+    spec = Acl2022Grid(
+        draws=5000, mechanisms=("laplace",), epsilons=(1.0,), dims=(1, 2)
+    )
+    real_cells = Acl2022Grid.cells
 
     def interrupted_in_the_second_cell(self):
         first, second = real_cells(self)
@@ -113,14 +119,14 @@ def test_an_interrupted_cell_is_kept_as_far_as_it_got_and_rerun(tmp_path, monkey
 
         return [first, second._replace(run=run)]
 
-    monkeypatch.setattr(GridSpec, "cells", interrupted_in_the_second_cell)
+    monkeypatch.setattr(Acl2022Grid, "cells", interrupted_in_the_second_cell)
     with pytest.raises(KeyboardInterrupt):
         run_grid(spec, out)
     saved = json.loads(out.read_text())
     assert saved["laplace"]["1.0"]["1"]["interrupted"] is False
     assert saved["laplace"]["1.0"]["2"]["interrupted"] is True
     assert saved["laplace"]["1.0"]["2"]["draws"] == 1024
-    monkeypatch.setattr(GridSpec, "cells", real_cells)
+    monkeypatch.setattr(Acl2022Grid, "cells", real_cells)
     seen = []
     data = run_grid(spec, out, on_cell=lambda r, resumed: seen.append(resumed))
     assert seen == [True, False]  # the first cell resumed, the second recomputed

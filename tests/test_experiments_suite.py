@@ -4,29 +4,29 @@ import json
 
 import pytest
 
-from mcdp.experiments import GRIDS, SuiteSpec, run_grid
+from mcdp.experiments import GRIDS, SuiteGrid, run_grid
 from mcdp.mechanisms.suite import SUITE
 
 from conftest import FAIL_PROB, assert_one_line_error
 
 
 def test_the_suite_is_a_grid_of_every_case_and_its_pairs():
-    assert GRIDS["benchmarks"] is SuiteSpec
-    cells = SuiteSpec(draws=10).validated().cells()
+    assert GRIDS["benchmarks"] is SuiteGrid
+    cells = SuiteGrid(draws=10).validated().cells()
     assert len(cells) == sum(len(case.pairs) for case in SUITE.values())
     paths = {cell.path for cell in cells}
     assert ("noisy-hist2", "one-above", "learned") in paths
-    narrowed = SuiteSpec(draws=10, mechanisms=("svt1",), pairs=("half-half",))
+    narrowed = SuiteGrid(draws=10, mechanisms=("svt1",), pairs=("half-half",))
     assert [c.path for c in narrowed.validated().cells()] == [
         ("svt1", "half-half", "learned")
     ]
     with pytest.raises(ValueError, match="mechanisms"):
-        SuiteSpec(draws=10, mechanisms=("laplace",)).validated()
+        SuiteGrid(draws=10, mechanisms=("laplace",)).validated()
 
 
 def test_noisy_hist2_is_refuted_and_the_file_resumes(tmp_path):
     """Noisy histogram with its scale inverted: claims 0.1, loses 10 on one entry."""
-    spec = SuiteSpec(
+    spec = SuiteGrid(
         draws=50_000,
         mechanisms=("noisy-hist1", "noisy-hist2"),
         pairs=("one-above",),

@@ -90,7 +90,7 @@ def test_registry_holds_exactly_the_suite():
         assert m.name == name and m.claim == "epsilon-DP"
         assert bool(m.flaw) == (name in BROKEN), name
         assert m.calibrate is not None and m.exact_epsilon is not None
-        assert m.e2_params is None  # 0^d, 1^d are not neighbours here
+        assert m.calibrate_sanity_check is None  # 0^d, 1^d are not neighbours here
     with_density = {n for n in SUITE_NAMES if MECHANISMS[n].privacy_loss}
     assert with_density == {
         "noisy-hist1",

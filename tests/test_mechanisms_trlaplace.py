@@ -149,10 +149,10 @@ def test_e2_precondition_uses_delta_one_over_4d():
     m = get_mechanism("trlaplace")
     # g(d) = 2 (4d)^{-1/d} sqrt(d): 0.5 at d = 1, 1 at d = 2, 2 at d = 4
     with pytest.raises(ValueError, match=r"delta=1/\(4d\); the smallest d .* is 2 "):
-        m.e2_params(0.6, 1)
+        m.calibrate_sanity_check(0.6, 1)
     assert trlaplace_min_dim(10.0, lambda d: 1 / (4 * d)) == 34
     with pytest.raises(ValueError, match=r"is 34 \("):
-        m.e2_params(10.0, 32)
+        m.calibrate_sanity_check(10.0, 32)
 
 
 @pytest.mark.parametrize("epsilon, d", PAPER)
@@ -280,10 +280,10 @@ def test_exact_e2(name):
     p = P[eta >= 1/2], q = P[eta >= -1/2] = 1 - p, loss = ln((1 - p)/p)."""
     m = get_mechanism(name)
     for epsilon, d in [(1.0, 4), (0.4, 1), (0.1, 32), (10.0, 128)]:
-        exact = exact_e2(m, m.e2_params(epsilon, d), d)
+        exact = exact_e2(m, m.calibrate_sanity_check(epsilon, d), d)
         assert math.isfinite(exact.loss) and exact.loss > 0
         assert exact.p1 < exact.q1
-    params = m.e2_params(0.4, 1)
+    params = m.calibrate_sanity_check(0.4, 1)
     exact = exact_e2(m, params, 1)
     log_p = m.log_round_one(np.zeros((1, 1)), params)[0].item()
     assert exact.log_p1 == pytest.approx(log_p, rel=1e-12)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mcdp import GridSpec, audit, prng, run_grid
+from mcdp import Acl2022Grid, audit, prng, run_grid
 from mcdp.auditing import validate_audit
 from mcdp.sampling import key
 
@@ -202,10 +202,10 @@ def test_violation_records_name_the_stream_of_their_key():
 
 def test_a_grid_file_keeps_one_stream(tmp_path):
     out = tmp_path / "grid.json"
-    spec = GridSpec(draws=2048, mechanisms=("laplace",), epsilons=(1.0,), dims=(2,))
+    spec = Acl2022Grid(draws=2048, mechanisms=("laplace",), epsilons=(1.0,), dims=(2,))
     run_grid(spec, out)
     with pytest.raises(ValueError, match="prng_impl"):
-        run_grid(GridSpec(**{**spec.__dict__, "prng": "splitmix64"}), out)
+        run_grid(Acl2022Grid(**{**spec.__dict__, "prng": "splitmix64"}), out)
 
 
 def test_unknown_streams_are_refused(capsys):
@@ -214,7 +214,7 @@ def test_unknown_streams_are_refused(capsys):
     with pytest.raises(ValueError, match="prng"):
         audit("laplace", 1.0, 2, 100, prng="rbg")
     with pytest.raises(ValueError, match="prng"):
-        GridSpec(draws=10, prng="rbg").validated()
+        Acl2022Grid(draws=10, prng="rbg").validated()
     validate_audit(1.0, 2, 100, 0, 0.95, "float32")  # the other arguments still pass
     assert_one_line_error(
         capsys,

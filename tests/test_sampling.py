@@ -23,7 +23,7 @@ def _xs(d):
 @pytest.mark.parametrize("name,d", [("adept", 8), ("dptext", 3), ("random", 1)])
 def test_counts_do_not_depend_on_chunk_or_call_size(key, dtype, name, d):
     m = get_mechanism(name)
-    params = m.e2_params(1.0, d)
+    params = m.calibrate_sanity_check(1.0, d)
     draws = 7 * BLOCK_DRAWS + 123  # a partial last block
     runs = [
         count_outcomes(key, m, MAJORITY_VOTE, _xs(d), params, draws, dtype=dtype, **kw)
@@ -41,13 +41,15 @@ def test_counts_do_not_depend_on_chunk_or_call_size(key, dtype, name, d):
 
 def test_different_keys_give_different_counts(key):
     m = get_mechanism("laplace")
-    a = count_outcomes(key, m, MAJORITY_VOTE, _xs(4), m.e2_params(1.0, 4), 10_000)
+    a = count_outcomes(
+        key, m, MAJORITY_VOTE, _xs(4), m.calibrate_sanity_check(1.0, 4), 10_000
+    )
     b = count_outcomes(
         jax.random.fold_in(key, 1),
         m,
         MAJORITY_VOTE,
         _xs(4),
-        m.e2_params(1.0, 4),
+        m.calibrate_sanity_check(1.0, 4),
         10_000,
     )
     assert not np.array_equal(a, b)
@@ -63,7 +65,7 @@ def test_a_prefix_of_draws_is_a_prefix_of_blocks(key):
             m,
             MAJORITY_VOTE,
             _xs(2),
-            m.e2_params(1.0, 2),
+            m.calibrate_sanity_check(1.0, 2),
             10 * BLOCK_DRAWS,
             chunk_blocks=2,
             call_chunks=1,
@@ -71,7 +73,7 @@ def test_a_prefix_of_draws_is_a_prefix_of_blocks(key):
     )
     assert [s.draws for s in steps] == [2 * BLOCK_DRAWS * (i + 1) for i in range(5)]
     fresh = count_outcomes(
-        key, m, MAJORITY_VOTE, _xs(2), m.e2_params(1.0, 2), steps[1].draws
+        key, m, MAJORITY_VOTE, _xs(2), m.calibrate_sanity_check(1.0, 2), steps[1].draws
     )
     np.testing.assert_array_equal(steps[1].counts, fresh)
 
@@ -84,7 +86,9 @@ def test_new_keys_params_and_draws_do_not_retrace(key):
         traces.append(1)
         return laplace.sample(k, x, p)
 
-    m = Mechanism("counting", counting_sample, laplace.e2_params, None, "epsilon-DP")
+    m = Mechanism(
+        "counting", counting_sample, laplace.calibrate_sanity_check, None, "epsilon-DP"
+    )
     _count_impl.clear_cache()
     for i, (eps, draws) in enumerate(
         [(1.0, 5000), (2.0, 9000), (0.3, 3 * BLOCK_DRAWS)]
@@ -94,7 +98,7 @@ def test_new_keys_params_and_draws_do_not_retrace(key):
             m,
             MAJORITY_VOTE,
             _xs(4),
-            m.e2_params(eps, 4),
+            m.calibrate_sanity_check(eps, 4),
             draws,
         )
     assert len(traces) == 1
@@ -104,7 +108,7 @@ def test_a_resumed_run_counts_as_one_run(key):
     """Going on from a stored Progress (another chunk size too) gives the counts of
     one run of the total, so later rounds reuse what is counted."""
     m = get_mechanism("adept")
-    params, total = m.e2_params(1.0, 8), 9 * BLOCK_DRAWS + 77
+    params, total = m.calibrate_sanity_check(1.0, 8), 9 * BLOCK_DRAWS + 77
     one_run = count_outcomes(key, m, MAJORITY_VOTE, _xs(8), params, total)
     first = count_outcomes(key, m, MAJORITY_VOTE, _xs(8), params, 4 * BLOCK_DRAWS)
     *_, last = iter_counts(
@@ -127,7 +131,8 @@ def test_a_resumed_run_counts_as_one_run(key):
 def test_a_bad_resume_is_refused(key, draws, counts, match):
     m = get_mechanism("laplace")
     runs = iter_counts(
-        key, m, MAJORITY_VOTE, _xs(2), m.e2_params(1.0, 2), 4 * BLOCK_DRAWS,
+        key, m, MAJORITY_VOTE, _xs(2), m.calibrate_sanity_check(1.0, 2),
+        4 * BLOCK_DRAWS,
         resume=Progress(draws, np.array(counts)),
     )  # fmt: skip
     with pytest.raises(ValueError, match=match):
@@ -139,7 +144,13 @@ def test_counts_stay_exact_past_int32(key):
     m = get_mechanism("none")  # cheap: the attack and the counting are all there is
     draws = 2**31 + 1234
     counts = count_outcomes(
-        key, m, MAJORITY_VOTE, _xs(1), m.e2_params(1.0, 1), draws, dtype="float32"
+        key,
+        m,
+        MAJORITY_VOTE,
+        _xs(1),
+        m.calibrate_sanity_check(1.0, 1),
+        draws,
+        dtype="float32",
     )
     assert counts.tolist() == [[draws, 0], [0, draws]]
 
@@ -148,7 +159,8 @@ def test_x64_is_not_left_on_between_yields(key):
     m = get_mechanism("laplace")
     before = jax.config.jax_enable_x64
     runs = iter_counts(
-        key, m, MAJORITY_VOTE, _xs(2), m.e2_params(1.0, 2), 3 * BLOCK_DRAWS,
+        key, m, MAJORITY_VOTE, _xs(2), m.calibrate_sanity_check(1.0, 2),
+        3 * BLOCK_DRAWS,
         dtype="float64", chunk_blocks=1, call_chunks=1,
     )  # fmt: skip
     for _ in runs:

@@ -46,7 +46,8 @@ for name, dtype, d, draws, chunk_blocks, call_chunks, prng in cases:
     xs = np.stack([np.zeros(d), np.ones(d)])
     out.append({{
         str(k): count_outcomes(
-            key(seed, prng), m, MAJORITY_VOTE, xs, m.e2_params(1.0, d), draws,
+            key(seed, prng), m, MAJORITY_VOTE, xs, m.calibrate_sanity_check(1.0, d),
+            draws,
             dtype=dtype, chunk_blocks=chunk_blocks, call_chunks=call_chunks,
             devices=jax.devices()[:k],
         ).tolist()
@@ -63,7 +64,8 @@ def _one_device_counts():
         xs = np.stack([np.zeros(d), np.ones(d)])
         runs.append(
             count_outcomes(
-                key(SEED, prng), m, MAJORITY_VOTE, xs, m.e2_params(1.0, d), draws,
+                key(SEED, prng), m, MAJORITY_VOTE, xs, m.calibrate_sanity_check(1.0, d),
+                draws,
                 dtype=dtype, chunk_blocks=chunk_blocks, call_chunks=call_chunks,
                 devices=jax.devices("cpu")[:1],
             ).tolist()
@@ -172,7 +174,7 @@ def test_cli_audit_on_two_processes():
     m = mcdp.get_mechanism("adept")
     expected = count_outcomes(  # the audit's counts on this process's CPU
         cell_key(SEED, "acl2022/adept/1.0/8/"), m, MAJORITY_VOTE,
-        np.stack([np.zeros(8), np.ones(8)]), m.e2_params(1.0, 8), 20000,
+        np.stack([np.zeros(8), np.ones(8)]), m.calibrate_sanity_check(1.0, 8), 20000,
         devices=jax.devices("cpu")[:1],
     )  # fmt: skip
     assert json.loads(outputs[0])["counts"] == expected.tolist()

@@ -14,7 +14,7 @@ from scipy import stats
 import mcdp
 from mcdp import searching
 from mcdp.cli._text import render
-from mcdp.core.records import SearchResult
+from mcdp.core.records import InputSearchResult
 from mcdp.mechanisms import MECHANISMS, SUITE
 from mcdp.pairs import make_pair
 
@@ -218,7 +218,7 @@ def test_record_round_trip():
         "candidates",
         "seed",
     } <= data.keys()
-    assert SearchResult.from_dict(data) == result
+    assert InputSearchResult.from_dict(data) == result
     assert sum(c["confirmed"] for c in data["candidates"]) == 2
     assert "witness" in render(result)
 

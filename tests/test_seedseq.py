@@ -7,7 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
-from mcdp import _seedseq, host, sampling
+from mcdp import _seedseq, sampling
+from mcdp.engines import host
 
 from conftest import SEED
 

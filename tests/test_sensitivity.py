@@ -17,7 +17,7 @@ from mcdp.mechanisms._base import clip_norm
 from mcdp.sensitivity import (
     _search_block,
     clip_l1,
-    clip_l2,
+    l2_clipper,
     max_l1_distance,
     sensitivity_records,
 )
@@ -67,7 +67,7 @@ def test_every_restart_finds_the_maximiser_of_l2_clipping(key):
     witness of the proof: f(x) = -f(x') = C sigma / sqrt(n), sigma in {-1, 1}^n."""
     n = 8
     theorem = 2 * C * math.sqrt(n)
-    r = max_l1_distance(key, clip_l2(C), n, init_scale=C / (2 * math.sqrt(n)))
+    r = max_l1_distance(key, l2_clipper(C), n, init_scale=C / (2 * math.sqrt(n)))
     assert r.restart_max_l1.shape == (64,)
     assert np.all(r.restart_max_l1 >= REACHED * theorem)
     assert r.max_l1 == pytest.approx(theorem, rel=CONVERGED)
@@ -105,10 +105,10 @@ def test_linear_map_of_tanh_against_enumeration(key):
 def test_restarts_are_a_prefix_and_settings_do_not_retrace(key):
     _search_block.clear_cache()
     n, scale = 6, C / (2 * math.sqrt(6))
-    small = max_l1_distance(key, clip_l2(C), n, restarts=16, init_scale=scale)
-    large = max_l1_distance(key, clip_l2(C), n, restarts=40, init_scale=scale)
+    small = max_l1_distance(key, l2_clipper(C), n, restarts=16, init_scale=scale)
+    large = max_l1_distance(key, l2_clipper(C), n, restarts=40, init_scale=scale)
     np.testing.assert_array_equal(small.restart_max_l1, large.restart_max_l1[:16])
-    max_l1_distance(key, clip_l2(3.0), n, steps=50, learning_rate=0.1, init_scale=2)
+    max_l1_distance(key, l2_clipper(3.0), n, steps=50, learning_rate=0.1, init_scale=2)
     sensitivity_records(key, [5, 9], C=2.5, restarts=20, steps=60)  # both pad to 16
     sensitivity_records(key, [7], C=4.0)
     assert _search_block._cache_size() == 2  # dim 6, and dims padded to 16
@@ -174,7 +174,7 @@ def test_sensitivity_records_rejects(key, kwargs, name):
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("make", [clip_l2, clip_l1])
+@pytest.mark.parametrize("make", [l2_clipper, clip_l1])
 @pytest.mark.parametrize("bad", [0.0, -2.0, math.inf, math.nan])
 def test_clip_functions_reject_bad_radius(make, bad):
     with pytest.raises(ValueError, match="C > 0"):
@@ -183,6 +183,6 @@ def test_clip_functions_reject_bad_radius(make, bad):
 
 def test_clip_functions_match_their_definition():
     x = np.array([3.0, -4.0, 0.0])
-    np.testing.assert_allclose(clip_l2(1.0)(x), x / 5)
+    np.testing.assert_allclose(l2_clipper(1.0)(x), x / 5)
     np.testing.assert_allclose(clip_l1(1.0)(x), x / 7)
-    np.testing.assert_allclose(clip_l2(10.0)(jnp.asarray(x)), x)
+    np.testing.assert_allclose(l2_clipper(10.0)(jnp.asarray(x)), x)

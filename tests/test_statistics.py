@@ -127,7 +127,7 @@ def test_overlapping_intervals_give_zero_lower_bound():
 
 def _exact(name, epsilon, dim):
     m = get_mechanism(name)
-    return exact_e2(m, m.e2_params(epsilon, dim), dim)
+    return exact_e2(m, m.calibrate_sanity_check(epsilon, dim), dim)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import numpy as np
 from mcdp.core.records import (
     AuditResult,
     DeltaAuditResult,
-    SearchResult,
+    InputSearchResult,
     TargetWidthResult,
 )
 from mcdp.sensitivity import SensitivityRecord
@@ -51,7 +51,7 @@ def render(record: Any) -> str:
         return f"{_audit(record.audit)}\n{record.outcome}"
     if isinstance(record, DeltaAuditResult):
         return _delta_audit(record)
-    if isinstance(record, SearchResult):
+    if isinstance(record, InputSearchResult):
         return _search(record)
     if isinstance(record, ViolationResult):
         return _violation(record)
@@ -151,7 +151,7 @@ def _delta_audit(r: DeltaAuditResult) -> str:
     )
 
 
-def _search(r: SearchResult) -> str:
+def _search(r: InputSearchResult) -> str:
     exact = "unknown" if r.epsilon_exact is None else _fmt(r.epsilon_exact)
     rows = sorted(r.candidates, key=lambda c: -c.score)
     shown = [

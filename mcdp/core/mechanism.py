@@ -32,7 +32,69 @@ HostSample = Callable[[np.random.Generator, np.ndarray, int], Any]
 LogProbs = tuple[np.ndarray, np.ndarray]
 
 
-class Mechanism(NamedTuple):
+class _MechanismFields(NamedTuple):
+    """The fields of :class:`Mechanism`, in their positional order, and its methods
+    (a NamedTuple cannot define ``__new__``, so :class:`Mechanism` subclasses it)."""
+
+    name: str
+    sample: Callable[[PRNGKey, Array, Any], Array]
+    calibrate_sanity_check: Callable[..., Any] | None = None
+    log_round_one: Callable[[np.ndarray, Any], LogProbs] | None = None
+    claim: str | None = None
+    flaw: str | None = None
+    nan_policies: tuple[str, ...] = ()
+    calibrate: Callable[[float, float, int, float], Any] | None = None
+    transform: Callable[[Any, Any], Any] | None = None
+    privacy_loss: Callable[[Array, Array, Array, Any], Array] | None = None
+    noise_bound: Callable[[Any], Any] | None = None
+    exact_delta: Callable[[Any, np.ndarray, float], float | None] | None = None
+    exact_epsilon: Callable[[Any, np.ndarray], float | None] | None = None
+    host_sample: Callable[[np.random.Generator, np.ndarray, int], Any] | None = None
+    reproducible: bool = True
+    library: str | None = None
+    workers: int = 1
+    domain: InputDomain | None = None
+    threads: bool = False
+
+    def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
+        """``calibrate_sanity_check(epsilon, dim, **options)``, or a one-line error
+        naming the missing field where the mechanism has none."""
+        if self.calibrate_sanity_check is None:
+            raise ValueError(
+                f"mechanism {self.name!r} has no calibrate_sanity_check, so the sanity "
+                "check cannot calibrate it: pass params= explicitly."
+            )
+        return self.calibrate_sanity_check(epsilon, dim, **options)
+
+    def transformed(self, xs: np.ndarray, params: Any) -> np.ndarray:
+        """The inputs after the deterministic part (``transform``), on the host in
+        float64: what the noise is added to."""
+        xs = np.asarray(xs, dtype=np.float64)
+        if self.transform is None:
+            return xs
+        return np.asarray(self.transform(xs, jax.tree.map(np.asarray, params)))
+
+
+# the position of the field, for the check that it is not given twice
+_CALIBRATE_SANITY_CHECK = _MechanismFields._fields.index("calibrate_sanity_check")
+
+
+def _renamed_sanity_check(
+    kwargs: dict[str, Any], e2_params: Any, positional: bool
+) -> dict[str, Any]:
+    """``kwargs`` with the earlier keyword ``e2_params`` given as
+    ``calibrate_sanity_check``; a one-line error where both are given."""
+    if e2_params is None:
+        return kwargs
+    if positional or "calibrate_sanity_check" in kwargs:
+        raise ValueError(
+            "Expected one of calibrate_sanity_check and e2_params (its earlier "
+            "name), got both."
+        )
+    return kwargs | {"calibrate_sanity_check": e2_params}
+
+
+class Mechanism(_MechanismFields):
     r"""A registered (or user-defined) mechanism.
 
     Only ``name`` and ``sample`` are required; every other field is optional and
@@ -43,10 +105,13 @@ class Mechanism(NamedTuple):
       name: registry name; never changes meaning.
       sample: ``sample(key, x, params) -> y`` with ``x`` of shape ``(n, d)``; pure JAX,
         not jitted (the engine owns the jit boundary).
-      e2_params: ``e2_params(epsilon, dim, **options) -> params``, the parameters the
-        ACL 2022 sanity check (inputs :math:`0^d` and :math:`1^d`) uses for this
-        mechanism; ``None`` where the mechanism is not meant for it (then the sanity
-        check needs explicit ``params``).
+      calibrate_sanity_check: ``calibrate_sanity_check(epsilon, dim, **options) ->
+        params``, the parameters the ACL 2022 sanity check (inputs :math:`0^d` and
+        :math:`1^d`) uses for this mechanism; ``None`` where the mechanism is not
+        meant for it (then the sanity check needs explicit ``params``). Earlier
+        versions named it ``e2_params``: the keyword ``e2_params=`` of the
+        constructor and of ``_replace``, and the read-only property ``e2_params``,
+        still work.
       log_round_one: host function ``(x, params) -> (log_p1, log_p0)`` giving, per
         coordinate of the 1-D input ``x``, ``log P[y_i >= 1/2 or y_i is NaN]`` and
         its complement in log space; the exact loss of the majority vote follows
@@ -54,7 +119,8 @@ class Mechanism(NamedTuple):
       claim: the privacy claim, e.g. ``"epsilon-DP"``; ``None`` where none is stated
         (the sanity check then gives no verdict).
       flaw: one line on why the claim fails, or ``None`` for a correct mechanism.
-      nan_policies: the values ``e2_params`` accepts for ``nan_policy`` (DPText only).
+      nan_policies: the values ``calibrate_sanity_check`` accepts for ``nan_policy``
+        (DPText only).
       calibrate: ``calibrate(epsilon, delta, dim, clip) -> params``, the mechanism's
         own calibration for embeddings clipped at radius ``clip`` (used by the
         (epsilon, delta) audits); ``None`` if it has none.
@@ -89,25 +155,23 @@ class Mechanism(NamedTuple):
         processes.
     """
 
-    name: str
-    sample: Callable[[PRNGKey, Array, Any], Array]
-    e2_params: Callable[..., Any] | None = None
-    log_round_one: Callable[[np.ndarray, Any], LogProbs] | None = None
-    claim: str | None = None
-    flaw: str | None = None
-    nan_policies: tuple[str, ...] = ()
-    calibrate: Callable[[float, float, int, float], Any] | None = None
-    transform: Callable[[Any, Any], Any] | None = None
-    privacy_loss: Callable[[Array, Array, Array, Any], Array] | None = None
-    noise_bound: Callable[[Any], Any] | None = None
-    exact_delta: Callable[[Any, np.ndarray, float], float | None] | None = None
-    exact_epsilon: Callable[[Any, np.ndarray], float | None] | None = None
-    host_sample: Callable[[np.random.Generator, np.ndarray, int], Any] | None = None
-    reproducible: bool = True
-    library: str | None = None
-    workers: int = 1
-    domain: InputDomain | None = None
-    threads: bool = False
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, e2_params: Callable[..., Any] | None = None, **kwargs):
+        positional = len(args) > _CALIBRATE_SANITY_CHECK
+        kwargs = _renamed_sanity_check(kwargs, e2_params, positional)
+        return super().__new__(cls, *args, **kwargs)
+
+    @property
+    def e2_params(self) -> Callable[..., Any] | None:
+        """The earlier name of :attr:`calibrate_sanity_check` (read-only)."""
+        return self.calibrate_sanity_check
+
+    def _replace(self, /, *, e2_params: Callable[..., Any] | None = None, **kwargs):
+        """A copy with the given fields replaced (``e2_params`` is accepted for
+        ``calibrate_sanity_check``)."""
+        kwargs = _renamed_sanity_check(kwargs, e2_params, False)
+        return super()._replace(**kwargs)
 
     @classmethod
     def from_callable(
@@ -130,24 +194,6 @@ class Mechanism(NamedTuple):
             name, fn, claim=claim, flaw=flaw, reproducible=reproducible,
             library=library, workers=workers, domain=domain, threads=threads,
         )  # fmt: skip
-
-    def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
-        """``e2_params(epsilon, dim, **options)``, or a one-line error naming the
-        missing field where the mechanism has none."""
-        if self.e2_params is None:
-            raise ValueError(
-                f"mechanism {self.name!r} has no e2_params, so the sanity check "
-                "cannot calibrate it: pass params= explicitly."
-            )
-        return self.e2_params(epsilon, dim, **options)
-
-    def transformed(self, xs: np.ndarray, params: Any) -> np.ndarray:
-        """The inputs after the deterministic part (``transform``), on the host in
-        float64: what the noise is added to."""
-        xs = np.asarray(xs, dtype=np.float64)
-        if self.transform is None:
-            return xs
-        return np.asarray(self.transform(xs, jax.tree.map(np.asarray, params)))
 
 
 def _host_only(key, x, params):

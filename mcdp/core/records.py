@@ -299,7 +299,7 @@ class SearchCandidate:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SearchResult(Record):
+class InputSearchResult(Record):
     """A search over neighbouring pairs (:func:`mcdp.search`).
 
     ``candidates`` were screened on draws that no confirmation uses; the best
@@ -341,15 +341,18 @@ class SearchResult(Record):
     dtype: str
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+    def from_dict(cls, data: dict[str, Any]) -> InputSearchResult:
         candidates = [SearchCandidate(**c) for c in data["candidates"]]
         return cls(**(data | {"candidates": candidates}))
 
+
+SearchResult = InputSearchResult  # the name earlier versions used
 
 __all__ = [
     "PROVENANCE_FIELDS",
     "AuditResult",
     "DeltaAuditResult",
+    "InputSearchResult",
     "ProfilePoint",
     "Provenance",
     "Record",

@@ -29,6 +29,10 @@ purpose (never the main thread), a chunk ahead of the caller's thread, which mak
 the generators and counts meanwhile; ``fn`` is never called from two threads at
 once. Each chunk's outputs are copied into one array, aligned so that the CPU
 backend takes it without another copy, and filled again once its counts are in.
+
+Ctrl-C is the caller's: worker processes ignore SIGINT, and a run that stops early
+(an interrupt, an error) cancels the chunks not yet started and shuts its worker
+processes down once the ones under way are done, so none is left behind.
 """
 
 from __future__ import annotations

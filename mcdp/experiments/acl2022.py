@@ -36,7 +36,7 @@ HIST_EDGES = np.linspace(-5, 5, 101)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class GridSpec(Grid):
+class Acl2022Grid(Grid):
     """The cells of the ACL 2022 grid and the settings shared by all of them."""
 
     EXPERIMENT: ClassVar[str] = EXPERIMENT
@@ -52,7 +52,7 @@ class GridSpec(Grid):
     epsilons: Sequence[float] = ACL2022_EPSILONS
     dims: Sequence[int] = ACL2022_DIMS
 
-    def validated(self) -> GridSpec:
+    def validated(self) -> Acl2022Grid:
         """Checks every field; raises a one-line :class:`ValueError`."""
         spec = super().validated()
         for name in spec.mechanisms:
@@ -84,6 +84,9 @@ class GridSpec(Grid):
             for e in self.epsilons
             for d in self.dims
         ]
+
+
+GridSpec = Acl2022Grid  # the name earlier versions used
 
 
 def sampler_histograms(

@@ -27,7 +27,7 @@ EXPERIMENT = "benchmarks"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SuiteSpec(Grid):
+class SuiteGrid(Grid):
     """The cases of the suite (all by default), their pairs (each case's own; a
     given list keeps those of each case that are in it) and the attacks."""
 
@@ -44,7 +44,7 @@ class SuiteSpec(Grid):
     train_draws: int | None = None  # None: the learned attack's own, from --draws
     select_draws: int | None = None
 
-    def validated(self) -> SuiteSpec:
+    def validated(self) -> SuiteGrid:
         for name in self.mechanisms:
             _validate.one_of("mechanisms", name, SUITE)
         for attack in self.attacks:
@@ -98,3 +98,6 @@ class SuiteSpec(Grid):
                         )
                     )
         return cells
+
+
+SuiteSpec = SuiteGrid  # the name earlier versions used

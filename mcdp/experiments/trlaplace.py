@@ -44,7 +44,7 @@ def e4_attacks(mechanism: str) -> tuple[str, ...]:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class E4Spec(Grid):
+class TrLaplaceGrid(Grid):
     """The cells of the TrLaplace audit and the settings shared by all of them."""
 
     EXPERIMENT: ClassVar[str] = EXPERIMENT
@@ -59,7 +59,7 @@ class E4Spec(Grid):
     pairs: Sequence[str] = E4_PAIRS
     clip: float = 1.0
 
-    def validated(self) -> E4Spec:
+    def validated(self) -> TrLaplaceGrid:
         for name in self.mechanisms:
             _validate.one_of("mechanisms", name, E4_MECHANISMS)
         for pair in self.pairs:
@@ -109,3 +109,6 @@ class E4Spec(Grid):
                             )
                         )
         return cells
+
+
+E4Spec = TrLaplaceGrid  # the name earlier versions used

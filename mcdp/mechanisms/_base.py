@@ -72,9 +72,13 @@ def identity(x, params):
     return x
 
 
-def clip_l2(x, params):
-    """The L2 clipping of mechanisms whose params have a ``clip`` radius."""
+def clip_l2_by_params(x, params):
+    """The L2 clipping of mechanisms whose params have a ``clip`` radius: ``x``
+    clipped to L2 norm at most ``params.clip``."""
     return clip_norm(x, params.clip, order=2)
+
+
+clip_l2 = clip_l2_by_params  # the name earlier versions used
 
 
 def laplace_exact_delta(params: Any, tx: np.ndarray, epsilon: float) -> float | None:

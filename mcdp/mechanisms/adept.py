@@ -25,7 +25,7 @@ from mcdp.core.domains import CLIPPED_EMBEDDINGS
 from mcdp.core.mechanism import Mechanism
 from mcdp.mechanisms._base import (
     additive_log_round_one,
-    clip_l2,
+    clip_l2_by_params,
     clip_norm,
     laplace_exact_delta,
     laplace_exact_epsilon,
@@ -73,14 +73,16 @@ def _log_sf(t, params: AdeptParams):
 ADEPT = Mechanism(
     name="adept",
     sample=adept_sample,
-    e2_params=lambda epsilon, dim: AdeptParams(clip=math.inf, scale=1 / epsilon),
+    calibrate_sanity_check=lambda epsilon, dim: AdeptParams(
+        clip=math.inf, scale=1 / epsilon
+    ),
     log_round_one=additive_log_round_one(
         lambda x, p: clip_norm(x, p.clip, order=2), _log_sf
     ),
     claim="epsilon-DP",
     flaw="noise calibrated to 2C, but the L1 sensitivity of L2 clipping is 2C*sqrt(d)",
     calibrate=lambda epsilon, delta, dim, clip: adept_params(epsilon, clip),
-    transform=clip_l2,
+    transform=clip_l2_by_params,
     privacy_loss=lambda y, x, x_prime, p: laplace_privacy_loss(y, x, x_prime, p.scale),
     exact_delta=laplace_exact_delta,
     exact_epsilon=laplace_exact_epsilon,
@@ -90,7 +92,7 @@ ADEPT = Mechanism(
 ADEPT_L1 = Mechanism(
     name="adept-l1",
     sample=adept_l1_sample,
-    e2_params=lambda epsilon, dim: adept_params(epsilon, E2_CLIP),
+    calibrate_sanity_check=lambda epsilon, dim: adept_params(epsilon, E2_CLIP),
     log_round_one=additive_log_round_one(
         lambda x, p: clip_norm(x, p.clip, order=1), _log_sf
     ),
@@ -106,13 +108,15 @@ ADEPT_L1 = Mechanism(
 ADEPT_TRUE_SENSITIVITY = Mechanism(
     name="adept-true-sensitivity",
     sample=adept_sample,
-    e2_params=lambda epsilon, dim: adept_true_sensitivity_params(epsilon, E2_CLIP, dim),
+    calibrate_sanity_check=lambda epsilon, dim: adept_true_sensitivity_params(
+        epsilon, E2_CLIP, dim
+    ),
     log_round_one=ADEPT.log_round_one,
     claim="epsilon-DP",
     calibrate=lambda epsilon, delta, dim, clip: adept_true_sensitivity_params(
         epsilon, clip, dim
     ),
-    transform=clip_l2,
+    transform=clip_l2_by_params,
     privacy_loss=ADEPT.privacy_loss,
     exact_delta=laplace_exact_delta,
     exact_epsilon=laplace_exact_epsilon,

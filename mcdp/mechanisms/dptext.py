@@ -82,14 +82,16 @@ def _log_sf(t: np.ndarray, params: DPTextParams):
     return np.where(positive, ge, 0.0), np.where(positive, lt, -np.inf)
 
 
-def _e2_params(epsilon: float, dim: int, nan_policy: str = "zero") -> DPTextParams:
+def _sanity_check_params(
+    epsilon: float, dim: int, nan_policy: str = "zero"
+) -> DPTextParams:
     return dptext_params(epsilon, sensitivity=dim, nan_policy=nan_policy)
 
 
 DPTEXT = Mechanism(
     name="dptext",
     sample=dptext_sample,
-    e2_params=_e2_params,
+    calibrate_sanity_check=_sanity_check_params,
     log_round_one=additive_log_round_one(identity, _log_sf),
     claim="epsilon-DP",
     flaw="inverse CDF applied to u instead of u - 1/2: the noise is never negative",

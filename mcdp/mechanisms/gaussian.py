@@ -115,7 +115,7 @@ def e2_clip(dim: int) -> float:
     return math.sqrt(dim)
 
 
-def _e2_params(epsilon: float, dim: int) -> GaussianParams:
+def _sanity_check_params(epsilon: float, dim: int) -> GaussianParams:
     return gaussian_params(epsilon, e2_delta(dim), e2_clip(dim))
 
 
@@ -128,7 +128,7 @@ def _exact_delta(params: GaussianParams, tx, epsilon: float) -> float:
 GAUSSIAN = Mechanism(
     name="gaussian",
     sample=gaussian_sample,
-    e2_params=_e2_params,
+    calibrate_sanity_check=_sanity_check_params,
     log_round_one=additive_log_round_one(
         lambda x, p: clip_norm(x, p.clip, order=2),
         lambda t, p: gaussian_log_sf(t, p.sigma),

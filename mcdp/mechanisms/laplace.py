@@ -36,7 +36,7 @@ def laplace_sample(key: PRNGKey, x: Array, params: LaplaceParams) -> Array:
     return x + params.scale * standard_laplace(key, x.shape, x.dtype)
 
 
-def _e2_params(epsilon: float, dim: int) -> LaplaceParams:
+def _sanity_check_params(epsilon: float, dim: int) -> LaplaceParams:
     # the sanity check: D = 0^d vs D' = 1^d under the identity query, so Delta_1 = d
     return laplace_params(epsilon, sensitivity=dim)
 
@@ -44,7 +44,7 @@ def _e2_params(epsilon: float, dim: int) -> LaplaceParams:
 LAPLACE = Mechanism(
     name="laplace",
     sample=laplace_sample,
-    e2_params=_e2_params,
+    calibrate_sanity_check=_sanity_check_params,
     log_round_one=additive_log_round_one(
         identity, lambda t, p: laplace_log_sf(t, p.scale)
     ),

@@ -44,7 +44,7 @@ def _coin_log_sf(t, params):
 NONE = Mechanism(
     name="none",
     sample=none_sample,
-    e2_params=lambda epsilon, dim: NoParams(),
+    calibrate_sanity_check=lambda epsilon, dim: NoParams(),
     log_round_one=additive_log_round_one(identity, _none_log_sf),
     claim="none",
     flaw="returns its input: not private for any epsilon",
@@ -53,7 +53,7 @@ NONE = Mechanism(
 RANDOM = Mechanism(
     name="random",
     sample=random_sample,
-    e2_params=lambda epsilon, dim: NoParams(),
+    calibrate_sanity_check=lambda epsilon, dim: NoParams(),
     log_round_one=additive_log_round_one(lambda x, p: np.zeros_like(x), _coin_log_sf),
     claim="0-DP",
 )

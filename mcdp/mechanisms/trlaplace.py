@@ -255,7 +255,7 @@ def trlaplace_privacy_loss(
     )
 
 
-def _e2_params(epsilon: float, dim: int) -> TrLaplaceParams:
+def _sanity_check_params(epsilon: float, dim: int) -> TrLaplaceParams:
     epsilon = _validate.positive("epsilon", epsilon)
     dim = _validate.integer("dim", dim, low=1)
     _check_precondition(epsilon, e2_delta(dim), dim, e2_delta, "delta=1/(4d)")
@@ -265,7 +265,7 @@ def _e2_params(epsilon: float, dim: int) -> TrLaplaceParams:
 TRLAPLACE = Mechanism(
     name="trlaplace",
     sample=trlaplace_sample,
-    e2_params=_e2_params,
+    calibrate_sanity_check=_sanity_check_params,
     log_round_one=additive_log_round_one(
         lambda x, p: clip_norm(x, p.clip, order=2), trlaplace_log_sf
     ),
