@@ -1,4 +1,4 @@
-"""JAX's persistent compilation cache, on by default for every mcdp process.
+"""JAX's persistent compilation cache, on by default for every mcdp run.
 
 A compiled engine program is written to the user's cache folder and read back by
 the next process that compiles the same program (same mechanism, attack, shapes,
@@ -6,6 +6,10 @@ dtype, devices and jax version), so a repeated ``mcdp audit`` of one shape skips
 compilation. The folder is ``$MCDP_CACHE_DIR`` if set, else
 ``$XDG_CACHE_HOME/mcdp/jax`` (``~/.cache/mcdp/jax``). ``MCDP_COMPILATION_CACHE=0``
 turns it off; a cache folder that the user configured for JAX is left as it is.
+
+Importing mcdp changes no JAX setting: :func:`enable` is called where a run starts
+(a command of the CLI, :func:`mcdp.run_iter`, :func:`mcdp.search`, the counting
+loop, the EMNLP 2021 computations), before its first compile.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from mcdp import _compilation_cache
 from mcdp._progress import progress_bar
 from mcdp.attacks import MAJORITY_VOTE
 from mcdp.core.attack import Attack, AttackContext, bind
@@ -67,6 +68,7 @@ def run_iter(spec: AuditSpec, stop: Stop) -> Iterator[Result]:
       ValueError: a :class:`~mcdp.spec.TargetWidth` for an (epsilon, delta) audit,
         or an attack that does not fit the audit; the message names it.
     """
+    _compilation_cache.enable()
     if not isinstance(spec, AuditSpec):
         raise ValueError(f"Expected spec to be an mcdp.AuditSpec, got {spec!r}.")
     if not isinstance(stop, Draws | TargetWidth):
@@ -353,8 +355,8 @@ def _delta_audit(spec: AuditSpec, draws: int) -> Iterator[DeltaAuditResult]:
     plan = spec.plan
     mech, params, epsilons = plan.mechanism, plan.params, plan.epsilons
     delta = float(spec.delta or 0.0)
-    start = time.perf_counter()  # the attack's preparation counts too
     key = key_of(spec)
+    start = time.perf_counter()  # the attack's preparation counts too
     attack, aux = _bind(spec, key, draws)
     attack_seconds = time.perf_counter() - start
     tx = mech.transformed(plan.pair, params)

@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcdp import _validate
+from mcdp import _compilation_cache, _validate
 from mcdp.attacks import LEARNED, Attack, get_attack, learned_attack
 from mcdp.core.domains import InputDomain, check_relation
 from mcdp.core.records import (
@@ -309,6 +309,7 @@ def search(
       ValueError: an argument is out of range, or the mechanism declares no domain
         or calibration; the message names it.
     """
+    _compilation_cache.enable()
     start = time.perf_counter()
     mech = mechanism if isinstance(mechanism, Mechanism) else get_mechanism(mechanism)
     if mech.domain is None:

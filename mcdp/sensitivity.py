@@ -43,7 +43,7 @@ import numpy as np
 import optax
 from jax.tree_util import Partial
 
-from mcdp import _validate
+from mcdp import _compilation_cache, _validate
 from mcdp._types import Array, PRNGKey
 from mcdp.core.records import Record, provenance
 from mcdp.mechanisms._base import clip_norm
@@ -250,6 +250,7 @@ def max_l1_distance(
       >>> round(r.max_l1, 9)  # 2 C sqrt(n)
       4.0
     """
+    _compilation_cache.enable()
     dim = _validate.integer("dim", dim, low=1, high=_validate.MAX_DIM)
     settings = _settings(restarts, steps, learning_rate, dtype)
     init_scale = _validate.positive("init_scale", init_scale)

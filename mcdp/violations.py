@@ -55,7 +55,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcdp import _validate
+from mcdp import _compilation_cache, _validate
 from mcdp._types import Array, PRNGKey
 from mcdp.core.records import Record, provenance
 from mcdp.mechanisms._base import clip_norm
@@ -282,6 +282,7 @@ def iter_violations(
       ValueError: a bad argument (one line naming it), at the call, before any
         record is drawn.
     """
+    _compilation_cache.enable()
     key = _check_key(key)
     dist = _validate.one_of("dist", dist, DISTS)
     dims = _check_dims(dims)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from mcdp import _compilation_cache
 from mcdp.cli import audit, figures, grid, search, sensitivity, violations
 from mcdp.cli._common import Parser, interrupted, join_distributed
 
@@ -48,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         join_distributed(args)
+        _compilation_cache.enable()  # a command is a run: its programs are kept
         return args.handler(args)
     except KeyboardInterrupt:
         return interrupted()

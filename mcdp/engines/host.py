@@ -441,9 +441,10 @@ class HostEngine:
                         )
                     )
             if pending is not None:
-                yield pending[0], _collect(pending[1])
-                if spare is not None:
+                added = _collect(pending[1])
+                if spare is not None:  # counted: its arrays can be filled again
                     spare.give(pending[2])
+                yield pending[0], added
             pending = (min(offset + count * n, num_draws), counted, outputs)
         if pending is not None:
             yield pending[0], _collect(pending[1])
