@@ -95,7 +95,6 @@ def audit_iter(
 ) -> Iterator[AuditResult]:
     """Like :func:`audit`, but yields a result after every compiled call (the last one
     is final, the others are marked ``interrupted``)."""
-    validate_audit(epsilon, dim, draws, seed, confidence, dtype)
     spec = _sanity_spec(
         mechanism, epsilon, dim, attack=attack, seed=seed, confidence=confidence,
         dtype=dtype, nan_policy=nan_policy, params=params, prng=prng,
@@ -144,7 +143,6 @@ def audit(
     Raises:
       ValueError: an argument is out of range; the message names it.
     """
-    validate_audit(epsilon, dim, draws, seed, confidence, dtype)
     spec = _sanity_spec(
         mechanism, epsilon, dim, attack=attack, seed=seed, confidence=confidence,
         dtype=dtype, nan_policy=nan_policy, params=params, prng=prng,
