@@ -47,7 +47,9 @@ def _counts(mechanism, draws=DRAWS, **kwargs):
 def test_counts_do_not_depend_on_the_chunk_size(monkeypatch):
     default = _counts(MECH)
     assert default.sum(axis=1).tolist() == [DRAWS, DRAWS]
-    monkeypatch.setattr(host, "TASK_SCALARS", host.HOST_BLOCK_DRAWS)  # 1 per task
+    monkeypatch.setattr(
+        host.HostEngine, "task_scalars", host.HOST_BLOCK_DRAWS
+    )  # 1 per task
     progress = list(
         sampling.iter_counts(
             sampling.key(SEED), MECH, THREE, PAIR, None, DRAWS, aux=AUX
@@ -76,7 +78,9 @@ def test_counts_do_not_depend_on_the_workers():
 def test_arrays_filled_again_give_the_counts_of_the_outputs(monkeypatch):
     """A chunk's arrays are filled again once its counts are in; the counts stay
     those of the drawn outputs (nothing is overwritten while counted)."""
-    monkeypatch.setattr(host, "TASK_SCALARS", host.HOST_BLOCK_DRAWS)  # 1 per task
+    monkeypatch.setattr(
+        host.HostEngine, "task_scalars", host.HOST_BLOCK_DRAWS
+    )  # 1 per task
     taken, seen = [], []  # seen keeps every array alive: ids are not reused
     take = host.Spare.take
 
@@ -100,7 +104,9 @@ def test_arrays_filled_again_give_the_counts_of_the_outputs(monkeypatch):
 def test_a_run_stopped_early_stops_calling_fn(monkeypatch):
     """With one worker fn runs in a thread kept for it, a chunk ahead; a caller
     that stops early (an interrupt, a sequential test's stop) cancels the rest."""
-    monkeypatch.setattr(host, "TASK_SCALARS", host.HOST_BLOCK_DRAWS)  # 1 per task
+    monkeypatch.setattr(
+        host.HostEngine, "task_scalars", host.HOST_BLOCK_DRAWS
+    )  # 1 per task
     calls = []
 
     def counted(rng, x, n):

@@ -45,9 +45,9 @@ import pickle
 import signal
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -244,12 +244,6 @@ def _picklable(fn: HostSample) -> bool:
     return True
 
 
-def _in_process(mechanism: Mechanism) -> bool:
-    """Whether ``fn`` runs in threads of this process (its outputs are then
-    filled into :class:`Spare` arrays), not in worker processes."""
-    return not isinstance(_pool(mechanism), concurrent.futures.ProcessPoolExecutor)
-
-
 @atexit.register
 def _close_pools() -> None:
     for pool in _POOLS.values():
@@ -286,7 +280,43 @@ def _caller() -> tuple[concurrent.futures.ThreadPoolExecutor, bool]:
     return _CALLER[pid], False
 
 
+class Workers(NamedTuple):
+    """Who calls ``fn`` for a run: an executor, whether it runs in this process
+    (outputs then go into :class:`Spare` arrays), how many chunks may be under way
+    ahead of the one counted, and what to do when the run ends (``stop(early)``)."""
+
+    pool: concurrent.futures.Executor
+    in_process: bool
+    ahead: int
+    stop: Callable[[bool], None]
+
+
+def local_workers(mechanism: Mechanism) -> Workers:
+    """The workers of this machine that ``mechanism`` asks for: with one worker,
+    one thread of this process (:func:`_caller`); else the threads or processes of
+    :func:`_pool`. Two chunks per worker are under way ahead of the one counted."""
+    pool = _pool(mechanism)
+    ahead = 2 * mechanism.workers
+    if pool is None:
+        caller, private = _caller()
+
+        def stop_caller(early: bool) -> None:
+            if private:  # a run started from inside fn: its own thread
+                caller.shutdown(wait=False, cancel_futures=True)
+
+        return Workers(caller, True, ahead, stop_caller)
+    if isinstance(pool, concurrent.futures.ProcessPoolExecutor):
+
+        def stop_processes(early: bool) -> None:
+            if early:  # an interrupt or an error: no process left behind
+                _stop_pool(mechanism)
+
+        return Workers(pool, False, ahead, stop_processes)
+    return Workers(pool, True, ahead, lambda early: None)
+
+
 def _blocks(
+    workers: Workers,
     mechanism: Mechanism,
     key: jax.Array,
     xs: np.ndarray,
@@ -297,16 +327,13 @@ def _blocks(
     spare: Spare | None = None,
 ) -> Iterator[tuple[int, int, list[np.ndarray]]]:
     """``(first host block, count, [outputs of each input])`` of consecutive chunks
-    of ``per_task`` host blocks from ``first`` to ``stop``.
-
-    Up to two chunks per worker are under way ahead of the one yielded. With one
-    worker, one thread of this process (:func:`_caller`) calls ``fn``; threads
-    (one worker, or ``threads``) fill arrays from ``spare`` while the caller's
-    thread makes the generators and counts; processes make their own."""
+    of ``per_task`` host blocks from ``first`` to ``stop``, one task per input and
+    chunk, ``workers.ahead`` chunks under way ahead of the one yielded. Threads of
+    this process fill arrays from ``spare`` while the caller's thread makes the
+    generators and counts; other workers make their own generators
+    (:func:`_task`)."""
     fn, words, name = mechanism.host_sample, entropy(key), mechanism.name
-    pool, private, in_process = _pool(mechanism), False, _in_process(mechanism)
-    if pool is None:
-        pool, private = _caller()
+    pool = workers.pool
     starts = iter(range(first, stop, per_task))
     pending: deque = deque()
 
@@ -315,7 +342,7 @@ def _blocks(
         if start is None:
             return False
         count = min(per_task, stop - start)
-        if in_process:
+        if workers.in_process:
             futures = [
                 pool.submit(
                     _draw,
@@ -336,9 +363,8 @@ def _blocks(
         pending.append((start, count, futures))
         return True
 
-    ahead = 2 * mechanism.workers
     try:
-        while len(pending) < ahead and submit():
+        while len(pending) < workers.ahead and submit():
             pass
         while pending:
             start, count, futures = pending.popleft()
@@ -349,16 +375,13 @@ def _blocks(
         for _, _, futures in pending:
             for f in futures:
                 f.cancel()
-        if private:
-            pool.shutdown(wait=False, cancel_futures=True)
-        elif pending and not in_process:  # worker processes: none left behind
-            _stop_pool(mechanism)
+        workers.stop(bool(pending))
 
 
-def _per_task(dim: int, first: int, stop: int) -> int:
-    """Host blocks per task: about :data:`TASK_SCALARS` input scalars, a power of
-    two no larger than the run needs (few shapes, so few compiles)."""
-    per_task = max(1, TASK_SCALARS // (HOST_BLOCK_DRAWS * dim))
+def _per_task(dim: int, first: int, stop: int, scalars: int) -> int:
+    """Host blocks per task: about ``scalars`` input scalars, a power of two no
+    larger than the run needs (few shapes, so few compiles)."""
+    per_task = max(1, scalars // (HOST_BLOCK_DRAWS * dim))
     needed = max(1, stop - first)
     return min(per_task, 1 << (needed - 1).bit_length())
 
@@ -400,7 +423,16 @@ def _transform_rows(y, aux, *, transform):
 
 class HostEngine:
     """Calls a black box's ``fn`` on the host (:class:`mcdp.engines.base.Engine`),
-    in the workers that the mechanism asks for (``workers``, ``threads``)."""
+    in the workers that the mechanism asks for (``workers``, ``threads``).
+
+    A subclass runs the tasks elsewhere by giving other :meth:`workers` (and a
+    task size, ``task_scalars``): :class:`mcdp.engines.cluster.ClusterEngine`."""
+
+    task_scalars = TASK_SCALARS  # input scalars per task
+
+    def workers(self, mechanism: Mechanism) -> Workers:
+        """Who calls ``fn`` (:func:`local_workers`)."""
+        return local_workers(mechanism)
 
     def count(
         self, job: CountJob, first_block: int
@@ -410,7 +442,8 @@ class HostEngine:
         mechanism, num_draws = job.mechanism, job.num_draws
         first_draw = first_block * BLOCK_DRAWS
         first, stop = first_draw // n, -(-num_draws // n)
-        per_task = _per_task(job.xs.shape[1], first, stop)
+        per_task = _per_task(job.xs.shape[1], first, stop, self.task_scalars)
+        workers = self.workers(mechanism)
         x64 = job.dtype == "float64"
         width = None
         with jax.enable_x64(x64):
@@ -419,10 +452,11 @@ class HostEngine:
         # next chunk's outputs are drawn, so the device counts while the host draws;
         # its item comes one chunk late (a caller that stops loses the chunk in
         # flight); once counted, its arrays are filled again
-        pending, spare = None, Spare() if _in_process(mechanism) else None
+        pending, spare = None, Spare() if workers.in_process else None
         for start, count, outputs in _blocks(
-            mechanism, job.key, job.xs, first, stop, per_task, job.dtype, spare
-        ):
+            workers, mechanism, job.key, job.xs, first, stop, per_task, job.dtype,
+            spare,
+        ):  # fmt: skip
             offset = start * n
             low = np.int32(max(first_draw - offset, 0))  # NumPy: no dispatch
             high = np.int32(min(num_draws - offset, count * n))
@@ -456,13 +490,16 @@ class HostEngine:
         n = HOST_BLOCK_DRAWS
         mechanism = job.mechanism
         stop = -(-job.num_draws // n)
-        per_task = _per_task(job.xs.shape[1], 0, stop)
+        per_task = _per_task(job.xs.shape[1], 0, stop, self.task_scalars)
         parts: list[list[np.ndarray]] = [[] for _ in range(len(job.xs))]
         x64 = job.dtype == "float64"
         with jax.enable_x64(x64):
             aux_d = device_tree(job.aux, job.dtype)
         width = None
-        blocks = _blocks(mechanism, job.key, job.xs, 0, stop, per_task, job.dtype)
+        blocks = _blocks(
+            self.workers(mechanism), mechanism, job.key, job.xs, 0, stop, per_task,
+            job.dtype,
+        )  # fmt: skip
         for _, count, outputs in blocks:
             for i, out in enumerate(outputs):
                 y, width = _rows(out, per_task * n, width, mechanism.name)
