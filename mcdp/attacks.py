@@ -261,7 +261,10 @@ def _prepare_learned(
     train_draws, select_draws = learned_sizes(
         context.draws, settings.train_draws, settings.select_draws
     )
-    outputs = draw(key_train, mech, pair, params, train_draws, dtype=dtype)
+    engine = context.engine
+    outputs = draw(
+        key_train, mech, pair, params, train_draws, dtype=dtype, engine=engine
+    )
     bits = settings.features == "bits"
     with jax.enable_x64(dtype == "float64"):
         scorer = learning.fit(
@@ -271,7 +274,7 @@ def _prepare_learned(
     scores = draw(
         key_select, mech, pair, params, select_draws, dtype=dtype,
         transform=learning.SCORES_BY_FEATURES[settings.features][settings.model],
-        aux=scorer,
+        aux=scorer, engine=engine,
     )  # fmt: skip
     selection = learning.select_thresholds(
         scores[0], scores[1], draws=max(context.draws, 1),
@@ -379,7 +382,7 @@ def _prepare_float_support(
 
     outputs = draw(
         jax.random.fold_in(context.key, 0), context.mechanism, context.pair,
-        context.params, train_draws, dtype=context.dtype,
+        context.params, train_draws, dtype=context.dtype, engine=context.engine,
     )  # fmt: skip
     outputs = outputs.reshape(outputs.shape[0], outputs.shape[1], -1)
     table = float_support_table(outputs, context.dtype)

@@ -39,7 +39,8 @@ from mcdp.core.records import (
     black_box,
     provenance,
 )
-from mcdp.engines.base import BLOCK_DRAWS, Progress
+from mcdp.engines.base import BLOCK_DRAWS, Engine, Progress
+from mcdp.engines.cluster import cluster_engine
 from mcdp.exact import ExactE2, exact_e2
 from mcdp.sampling import cell_key, iter_counts
 from mcdp.spec import AuditSpec, Draws, Stop, TargetWidth
@@ -121,6 +122,14 @@ def key_of(spec: AuditSpec) -> jax.Array:
     return cell_key(spec.seed, spec.identity, spec.prng)
 
 
+def engine_of(spec: AuditSpec) -> Engine | None:
+    """Where ``spec``'s draws run: its engine, the cluster engine of its scheduler,
+    or ``None`` for the mechanism's default."""
+    if spec.scheduler is not None:
+        return cluster_engine(spec.scheduler)
+    return spec.engine
+
+
 def _bind(spec: AuditSpec, key: jax.Array, draws: int) -> tuple[Attack, Any]:
     """The spec's attack prepared for this audit, before any counted draw."""
     plan = spec.plan
@@ -137,6 +146,7 @@ def _bind(spec: AuditSpec, key: jax.Array, draws: int) -> tuple[Attack, Any]:
         delta=0.0 if spec.delta is None else float(spec.delta),
         draws=draws,
         confidence=spec.confidence,
+        engine=engine_of(spec),
     )
     return bind(plan.attack, context)
 
@@ -145,7 +155,7 @@ def _counts(spec, key, attack, aux, draws, resume=None) -> Iterator[Progress]:
     plan = spec.plan
     return iter_counts(
         key, plan.mechanism, attack, plan.pair, plan.params, draws,
-        dtype=spec.dtype, aux=aux, resume=resume, engine=spec.engine,
+        dtype=spec.dtype, aux=aux, resume=resume, engine=engine_of(spec),
     )  # fmt: skip
 
 

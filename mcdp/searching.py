@@ -273,6 +273,7 @@ def search(
     sources: Sequence[str] = SOURCES,
     prng: str = PRNG_IMPL,
     log: Callable[[str], None] | None = None,
+    scheduler: Any = None,
 ) -> InputSearchResult:
     """Searches the mechanism's input domain for the pair with the strongest bound
     and confirms the best ones on fresh draws (the module's docstring).
@@ -301,6 +302,8 @@ def search(
       sources: which of ``named``, ``random``, ``gradient`` propose pairs.
       prng: the stream of the seed (see :func:`mcdp.audit`).
       log: called with a line per stage (screening, confirmation).
+      scheduler: a black box's draws run on a Dask cluster (see
+        :class:`mcdp.AuditSpec`).
 
     Returns:
       A :class:`~mcdp.records.InputSearchResult`.
@@ -355,6 +358,7 @@ def search(
             mech, epsilon, delta=delta, dim=dim, pair=c.pair, pair_name=c.label,
             attack=att, params=params, clip=clip, confidence=conf, dtype=dtype,
             prng=prng, seed=seed, key=label_key(root, tag, c.label),
+            scheduler=scheduler,
             exact=tag == CONFIRM_TAG,  # screenings rank by their bounds alone
         )  # fmt: skip
         *_, last = run_iter(spec, Draws(n))

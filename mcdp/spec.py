@@ -39,6 +39,7 @@ from mcdp.attacks import MAJORITY_VOTE, get_attack
 from mcdp.core.attack import Attack
 from mcdp.core.mechanism import Mechanism
 from mcdp.engines.base import Engine
+from mcdp.engines.cluster import check_scheduler
 from mcdp.mechanisms import MECHANISMS, SUITE, get_mechanism
 from mcdp.pairs import make_pair
 from mcdp.sampling import DTYPES, PRNG_IMPL, PRNG_IMPLS
@@ -143,6 +144,9 @@ class AuditSpec:
         (the claimed epsilon is always added).
       engine: where the draws run (:mod:`mcdp.engines`); default: the device
         engine on every device, the host engine for a black box.
+      scheduler: a black box's draws run on a Dask cluster
+        (:mod:`mcdp.engines.cluster`): a ``distributed.Client``, a scheduler's
+        address, or ``local:N``; not with ``engine``.
       key: a key in place of the seed's (the seed then only goes into records).
       exact: whether to compute the exact values that the mechanism declares
         (some cost more than a small audit's counting).
@@ -165,6 +169,7 @@ class AuditSpec:
     nan_policy: str | None = None
     profile_epsilons: Sequence[float] = PROFILE_EPSILONS
     engine: Engine | None = None
+    scheduler: Any = None
     key: jax.Array | None = None
     exact: bool = True
 
@@ -181,6 +186,10 @@ class AuditSpec:
         )
         if self.clip is not None:
             set_("clip", _validate.positive("clip", self.clip))
+        if self.scheduler is not None:
+            if self.engine is not None:
+                raise ValueError("Expected engine or scheduler, got both.")
+            check_scheduler(self.scheduler)
         if not isinstance(self.exact, bool):
             raise ValueError(f"Expected exact to be True or False, got {self.exact!r}.")
         set_("_plan", _resolve(self))

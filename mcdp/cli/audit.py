@@ -32,7 +32,9 @@ from mcdp.running import draws_for_target, run_iter
 from mcdp.spec import FIRST_DRAWS, MAX_DRAWS, AuditSpec, Draws, TargetWidth
 
 LEARNED_OPTIONS = ("train_draws", "select_draws", "model", "max_events")
-BLACK_BOX_OPTIONS = ("claim", "library", "workers", "threads", "non_reproducible")
+BLACK_BOX_OPTIONS = (
+    "claim", "library", "workers", "threads", "non_reproducible", "scheduler",
+)  # fmt: skip
 
 
 def add_parser(subparsers) -> None:
@@ -180,6 +182,14 @@ def add_black_box_options(parser: argparse.ArgumentParser) -> None:
         "function that releases the GIL while it draws, as NumPy does",
     )
     box.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="call the function on a Dask cluster: a scheduler's address "
+        "(tcp://host:8786), or local:N for N worker processes on this machine "
+        "(needs mcdp[cluster]); the counts are those of a run without it",
+    )
+    box.add_argument(
         "--non-reproducible",
         action="store_true",
         help="the function draws from its own randomness, not from rng: the "
@@ -199,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
                 fail(f"--{flag.replace('_', '-')} applies to --callable.")
     elif args.target_width is not None or args.max_draws is not None:
         fail("--target-width and --max-draws apply to registered mechanisms.")
+    check_workers(args)
     if isinstance(args.pair, np.ndarray):  # a .npy file says d
         width = args.pair.shape[1]
         if args.dim is not None and args.dim != width:
@@ -231,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
         )
     try:  # everything is checked before the first draw
         spec = build_spec(args)
+        connect(args.scheduler)
         if args.target_width is not None:
             return _audit_to_width(args, spec)
         runs = run_iter(spec, Draws(args.draws))
@@ -272,6 +284,7 @@ def build_spec(args: argparse.Namespace) -> AuditSpec:
         prng=args.prng,
         seed=args.seed,
         nan_policy=args.nan_policy,
+        scheduler=args.scheduler,
     )
 
 
@@ -324,6 +337,26 @@ def _plan(needed: int | float | None, max_draws: int) -> str:
         )
     beyond = "; more than --max-draws allows" if needed > max_draws else ""
     return f"the exact probabilities need about {needed:,} draws per dataset{beyond}"
+
+
+def check_workers(args: argparse.Namespace) -> None:
+    """``--workers`` and ``--threads`` are this machine's: not with ``--scheduler``."""
+    if args.scheduler is not None and (args.workers is not None or args.threads):
+        fail("--workers and --threads apply without --scheduler (its cluster's).")
+
+
+def connect(scheduler: str | None) -> None:
+    """Connects to ``--scheduler`` (starts a local cluster for ``local:N``) before
+    the run, and says where its dashboard is."""
+    if scheduler is None:
+        return
+    from mcdp.engines.cluster import cluster_engine
+
+    engine = cluster_engine(scheduler)
+    if engine.dashboard:
+        print(
+            f"mcdp: the cluster's dashboard is at {engine.dashboard}", file=sys.stderr
+        )
 
 
 def load_callable(args: argparse.Namespace, domain=None):

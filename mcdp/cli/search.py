@@ -22,7 +22,13 @@ from mcdp.cli._options import (
     typed,
 )
 from mcdp.cli._text import render
-from mcdp.cli.audit import BLACK_BOX_OPTIONS, add_black_box_options, load_callable
+from mcdp.cli.audit import (
+    BLACK_BOX_OPTIONS,
+    add_black_box_options,
+    check_workers,
+    connect,
+    load_callable,
+)
 from mcdp.core.domains import RELATIONS, InputDomain
 from mcdp.mechanisms import MECHANISMS
 from mcdp.searching import BUDGET, CONFIRM, DRAWS, MAX_BUDGET, SCREEN_DRAWS, SOURCES
@@ -157,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
             if getattr(args, flag) not in (None, False):
                 fail(f"--{flag.replace('_', '-')} applies to --callable.")
     else:
+        check_workers(args)
         if args.dim is None:
             fail("--callable needs --dim.")
         try:
@@ -168,12 +175,13 @@ def run(args: argparse.Namespace) -> int:
         if args.domain is not None and mechanism.domain != args.domain:
             fail(f"--domain applies to a plain function; {args.callable} has one.")
     try:
+        connect(args.scheduler)
         result = search(
             mechanism, args.epsilon, args.delta, args.dim, budget=args.budget,
             attack=args.attack, confirm=args.confirm, draws=args.draws,
             screen_draws=args.screen_draws, clip=args.clip, seed=args.seed,
             confidence=args.confidence, dtype=args.dtype, sources=args.sources,
-            prng=args.prng, log=log,
+            prng=args.prng, log=log, scheduler=args.scheduler,
         )  # fmt: skip
     except ValueError as err:
         fail(str(err))

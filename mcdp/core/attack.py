@@ -40,6 +40,8 @@ class AttackContext(NamedTuple):
       epsilon, delta: the claim under audit.
       draws: the draws per input of the counted sample.
       confidence: the joint confidence of the audit's bounds.
+      engine: where the audit's draws run (:mod:`mcdp.engines`; ``None``: the
+        mechanism's default); an attack's own draws run there too.
     """
 
     mechanism: Mechanism
@@ -53,6 +55,7 @@ class AttackContext(NamedTuple):
     delta: float = 0.0
     draws: int = 0
     confidence: float = 0.95
+    engine: Any = None
 
 
 class Attack(NamedTuple):

@@ -378,6 +378,16 @@ def _blocks(
         workers.stop(bool(pending))
 
 
+def _black_box(mechanism: Mechanism) -> Mechanism:
+    """``mechanism``, if it is a black box: a JAX mechanism runs on devices."""
+    if mechanism.host_sample is None:
+        raise ValueError(
+            f"the host and cluster engines run black boxes (Mechanism.from_callable);"
+            f" {mechanism.name!r} is a JAX mechanism: the device engine runs it."
+        )
+    return mechanism
+
+
 def _per_task(dim: int, first: int, stop: int, scalars: int) -> int:
     """Host blocks per task: about ``scalars`` input scalars, a power of two no
     larger than the run needs (few shapes, so few compiles)."""
@@ -432,7 +442,7 @@ class HostEngine:
 
     def workers(self, mechanism: Mechanism) -> Workers:
         """Who calls ``fn`` (:func:`local_workers`)."""
-        return local_workers(mechanism)
+        return local_workers(_black_box(mechanism))
 
     def count(
         self, job: CountJob, first_block: int
