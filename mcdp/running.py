@@ -17,16 +17,21 @@ result.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
+import json
 import math
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
 from mcdp import _compilation_cache
+from mcdp._files import write_atomic
 from mcdp._progress import progress_bar
 from mcdp.attacks import MAJORITY_VOTE
 from mcdp.core.attack import Attack, AttackContext, bind
@@ -56,18 +61,28 @@ from mcdp.statistics import (
 )
 
 ATTACK_KEY_TAG = 0x41545441  # fold_in(key, this): the attack's own draws
+SAVE_SECONDS = 5.0  # a resume file is written at least this often, and at the end
 
 Result = AuditResult | TargetWidthResult | DeltaAuditResult
 
 
-def run_iter(spec: AuditSpec, stop: Stop) -> Iterator[Result]:
+def run_iter(
+    spec: AuditSpec, stop: Stop, *, resume: str | Path | None = None
+) -> Iterator[Result]:
     """Runs ``spec`` until ``stop``, yielding a result after every engine step: the
     last one is final, the others are marked ``interrupted`` (``audit.interrupted``
     for a :class:`~mcdp.spec.TargetWidth` run).
 
+    ``resume`` names a file that keeps the counts of a run to ``Draws(n)``: written
+    after the first step, then every :data:`SAVE_SECONDS`, and when the run ends
+    (finished, interrupted, or its engine lost); read when the run starts, which
+    then goes on from there, to the counts of one run from the start. A file of
+    another audit is refused.
+
     Raises:
-      ValueError: a :class:`~mcdp.spec.TargetWidth` for an (epsilon, delta) audit,
-        or an attack that does not fit the audit; the message names it.
+      ValueError: a :class:`~mcdp.spec.TargetWidth` for an (epsilon, delta) audit
+        or with ``resume``, an attack that does not fit the audit, or a resume
+        file of another audit; the message names it.
     """
     _compilation_cache.enable()
     if not isinstance(spec, AuditSpec):
@@ -83,18 +98,27 @@ def run_iter(spec: AuditSpec, stop: Stop) -> Iterator[Result]:
                 "A TargetWidth (--target-width) applies to the sanity check, not to "
                 "(epsilon, delta) audits: stop them with Draws(n)."
             )
+        if resume is not None:
+            raise ValueError("A resume file keeps runs to Draws(n), not TargetWidth.")
         return _to_width(spec, stop)
+    path = None if resume is None else Path(resume)
     if spec.sanity_check:
-        return _sanity_check(spec, stop.n)
-    return _delta_audit(spec, stop.n)
+        return _sanity_check(spec, stop.n, path)
+    return _delta_audit(spec, stop.n, path)
 
 
-def run(spec: AuditSpec, stop: Stop, *, progress: bool = False) -> Result:
+def run(
+    spec: AuditSpec,
+    stop: Stop,
+    *,
+    progress: bool = False,
+    resume: str | Path | None = None,
+) -> Result:
     """Runs ``spec`` until ``stop`` and returns the final result (see
-    :func:`run_iter`); ``progress`` shows a bar on a terminal for runs longer than
-    2 s. On Ctrl-C, the result of the draws counted so far comes back, marked
-    ``interrupted``."""
-    runs = run_iter(spec, stop)
+    :func:`run_iter`, which says what ``resume`` keeps); ``progress`` shows a bar
+    on a terminal for runs longer than 2 s. On Ctrl-C, the result of the draws
+    counted so far comes back, marked ``interrupted``."""
+    runs = run_iter(spec, stop, resume=resume)
     name = spec.plan.mechanism.name
     total = stop.n if isinstance(stop, Draws) else None
     result = None
@@ -151,12 +175,92 @@ def _bind(spec: AuditSpec, key: jax.Array, draws: int) -> tuple[Attack, Any]:
     return bind(plan.attack, context)
 
 
-def _counts(spec, key, attack, aux, draws, resume=None) -> Iterator[Progress]:
+def _counts(
+    spec: AuditSpec,
+    key: jax.Array,
+    attack: Attack,
+    aux: Any,
+    draws: int,
+    resume: Progress | None = None,
+    path: Path | None = None,
+) -> Iterator[Progress]:
+    """The counting loop on ``spec``'s engine; with a resume file ``path``, from the
+    counts it keeps, which it keeps up to date."""
     plan = spec.plan
-    return iter_counts(
-        key, plan.mechanism, attack, plan.pair, plan.params, draws,
-        dtype=spec.dtype, aux=aux, resume=resume, engine=engine_of(spec),
-    )  # fmt: skip
+    if path is None:
+        yield from iter_counts(
+            key, plan.mechanism, attack, plan.pair, plan.params, draws,
+            dtype=spec.dtype, aux=aux, resume=resume, engine=engine_of(spec),
+        )  # fmt: skip
+        return
+    digest = _digest(spec, key, attack, aux)
+    last = _load(path, digest, draws)
+    if last is not None and last.draws == draws:
+        yield last  # finished before
+        return
+    saved = -math.inf  # the first step is kept at once, then every SAVE_SECONDS
+    try:
+        for progress in _counts(spec, key, attack, aux, draws, resume=last):
+            last = progress
+            yield progress
+            if time.monotonic() - saved >= SAVE_SECONDS:
+                _save(path, digest, spec, progress)
+                saved = time.monotonic()
+    finally:  # finished, interrupted, or the engine lost: keep what is counted
+        if last is not None:
+            _save(path, digest, spec, last)
+
+
+def _digest(spec: AuditSpec, key: jax.Array, attack: Attack, aux: Any) -> str:
+    """What a resumed run must share with the one that wrote the file: the key,
+    the inputs, the parameters, the attack and its data, the dtype."""
+    plan = spec.plan
+    h = hashlib.sha256()
+    head = [plan.mechanism.name, spec.identity, attack.name, attack.num_outcomes]
+    h.update(json.dumps(head + [spec.dtype]).encode())
+    leaves = [jax.random.key_data(key), plan.pair]
+    leaves += jax.tree.leaves(plan.params) + jax.tree.leaves(aux)
+    for leaf in leaves:
+        h.update(np.ascontiguousarray(np.asarray(leaf)).tobytes())
+    return h.hexdigest()
+
+
+def _load(path: Path, digest: str, draws: int) -> Progress | None:
+    """The counts that ``path`` keeps (``None`` where there is no file yet)."""
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        done, counts = int(data["draws"]), np.asarray(data["counts"], dtype=np.int64)
+        theirs = data["digest"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"resume file {path}: cannot read it ({err}).") from None
+    if theirs != digest:
+        raise ValueError(
+            f"resume file {path} keeps the counts of another audit (another key, "
+            "pair, parameters or attack): remove it or name another file."
+        )
+    if done > draws or (done < draws and done % BLOCK_DRAWS):
+        raise ValueError(
+            f"resume file {path} keeps a run of {done:,} draws per input, which a "
+            f"run of {draws:,} cannot go on from: ask for {done:,} or more, in "
+            f"whole blocks of {BLOCK_DRAWS}, or name another file."
+        )
+    return Progress(done, counts)
+
+
+def _save(path: Path, digest: str, spec: AuditSpec, progress: Progress) -> None:
+    write_atomic(
+        path,
+        {
+            "mcdp_resume": 1,
+            "digest": digest,
+            "mechanism": spec.plan.mechanism.name,
+            "identity": spec.identity,
+            "draws": progress.draws,
+            "counts": progress.counts.tolist(),
+        },
+    )
 
 
 # --- the sanity check --------------------------------------------------------------
@@ -182,14 +286,20 @@ class _Prepared:
             self.exact = exact_e2(plan.mechanism, plan.params, plan.dim)
 
 
-def _sanity_check(spec: AuditSpec, draws: int) -> Iterator[AuditResult]:
+def _sanity_check(
+    spec: AuditSpec, draws: int, path: Path | None
+) -> Iterator[AuditResult]:
     start = time.perf_counter()  # the attack's preparation counts too
     prepared = _Prepared(spec, draws)
-    for progress in _counts(spec, prepared.key, prepared.attack, prepared.aux, draws):
-        yield _audit_result(
-            spec, prepared, progress, time.perf_counter() - start,
-            interrupted=progress.draws < draws,
-        )  # fmt: skip
+    counts = _counts(
+        spec, prepared.key, prepared.attack, prepared.aux, draws, path=path
+    )
+    with contextlib.closing(counts):  # a stopped run saves its counts at once
+        for progress in counts:
+            yield _audit_result(
+                spec, prepared, progress, time.perf_counter() - start,
+                interrupted=progress.draws < draws,
+            )  # fmt: skip
 
 
 def _audit_result(
@@ -361,10 +471,11 @@ def _outcome(
 # --- (epsilon, delta) audits ------------------------------------------------------
 
 
-def _delta_audit(spec: AuditSpec, draws: int) -> Iterator[DeltaAuditResult]:
+def _delta_audit(
+    spec: AuditSpec, draws: int, path: Path | None
+) -> Iterator[DeltaAuditResult]:
     plan = spec.plan
     mech, params, epsilons = plan.mechanism, plan.params, plan.epsilons
-    delta = float(spec.delta or 0.0)
     key = key_of(spec)
     start = time.perf_counter()  # the attack's preparation counts too
     attack, aux = _bind(spec, key, draws)
@@ -384,47 +495,52 @@ def _delta_audit(spec: AuditSpec, draws: int) -> Iterator[DeltaAuditResult]:
     if plan.pair_name == "zeros-ones" and attack == MAJORITY_VOTE and spec.exact:
         e2 = exact_e2(mech, params, plan.dim)
         exact_loss = None if e2 is None else e2.loss
-    for progress in _counts(spec, key, attack, aux, draws):
-        bounds = delta_bounds(
-            progress.counts, spec.confidence, impossible=attack.impossible
-        )
-        profile = [ProfilePoint(e, *bounds.delta(e), exact_deltas[e]) for e in epsilons]
-        claimed = next(point for point in profile if point.epsilon == spec.epsilon)
-        loss, loss_lower, loss_upper = bounds.loss()
-        points = bounds.tradeoff()
-        yield DeltaAuditResult(
-            mechanism=mech.name,
-            epsilon=spec.epsilon,
-            dim=plan.dim,
-            draws=progress.draws,
-            seed=spec.seed,
-            pair=plan.pair_name,
-            attack=attack.name,
-            clip=plan.clip,
-            counts=progress.counts.tolist(),
-            confidence=spec.confidence,
-            loss=loss,
-            loss_lower=loss_lower,
-            loss_upper=loss_upper,
-            exact=exact_loss,
-            delta_claimed=delta,
-            delta_estimate=claimed.delta_estimate,
-            delta_lower=claimed.delta_lower,
-            delta_upper=claimed.delta_upper,
-            delta_exact=claimed.delta_exact,
-            violated=bool(claimed.delta_lower > delta),
-            profile=profile,
-            seconds=round(time.perf_counter() - start, 4),
-            dtype=spec.dtype,
-            interrupted=progress.draws < draws,
-            epsilon_lower=loss_lower,
-            epsilon_exact=epsilon_exact,
-            attack_seconds=round(attack_seconds, 4),
-            events=attack.event_names(),
-            tradeoff=Tradeoff(
-                points=[list(p) for p in points],
-                gdp_mu_lower=gaussian_dp_mu_lower(points),
-            ),
-            **black_box(mech),
-            **provenance(spec.dtype, spec.prng),
-        )
+    delta = float(spec.delta or 0.0)
+    counts = _counts(spec, key, attack, aux, draws, path=path)
+    with contextlib.closing(counts):  # a stopped run saves its counts at once
+        for progress in counts:
+            bounds = delta_bounds(
+                progress.counts, spec.confidence, impossible=attack.impossible
+            )
+            profile = [
+                ProfilePoint(e, *bounds.delta(e), exact_deltas[e]) for e in epsilons
+            ]
+            claimed = next(point for point in profile if point.epsilon == spec.epsilon)
+            loss, loss_lower, loss_upper = bounds.loss()
+            points = bounds.tradeoff()
+            yield DeltaAuditResult(
+                mechanism=mech.name,
+                epsilon=spec.epsilon,
+                dim=plan.dim,
+                draws=progress.draws,
+                seed=spec.seed,
+                pair=plan.pair_name,
+                attack=attack.name,
+                clip=plan.clip,
+                counts=progress.counts.tolist(),
+                confidence=spec.confidence,
+                loss=loss,
+                loss_lower=loss_lower,
+                loss_upper=loss_upper,
+                exact=exact_loss,
+                delta_claimed=delta,
+                delta_estimate=claimed.delta_estimate,
+                delta_lower=claimed.delta_lower,
+                delta_upper=claimed.delta_upper,
+                delta_exact=claimed.delta_exact,
+                violated=bool(claimed.delta_lower > delta),
+                profile=profile,
+                seconds=round(time.perf_counter() - start, 4),
+                dtype=spec.dtype,
+                interrupted=progress.draws < draws,
+                epsilon_lower=loss_lower,
+                epsilon_exact=epsilon_exact,
+                attack_seconds=round(attack_seconds, 4),
+                events=attack.event_names(),
+                tradeoff=Tradeoff(
+                    points=[list(p) for p in points],
+                    gdp_mu_lower=gaussian_dp_mu_lower(points),
+                ),
+                **black_box(mech),
+                **provenance(spec.dtype, spec.prng),
+            )

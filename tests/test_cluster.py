@@ -11,6 +11,7 @@ import pytest
 
 import mcdp
 from mcdp.engines import cluster as cluster_module
+from mcdp.engines.base import EngineLost
 from mcdp.engines.cluster import ClusterEngine
 
 distributed = pytest.importorskip("distributed")
@@ -116,3 +117,29 @@ def test_the_cli_runs_on_a_local_cluster(tmp_path, capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert "dashboard" in err
     assert json.loads(out)["counts"] == json.loads(plain)["counts"]
+
+
+def test_a_lost_scheduler_stops_the_run_and_the_file_resumes_it(tmp_path):
+    path = tmp_path / "run.json"
+    undisturbed = mcdp.run(_spec(SLOW), mcdp.Draws(DRAWS))
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    with ClusterEngine(client, task_scalars=1 << 14) as engine:
+        runs = mcdp.run_iter(_spec(SLOW, engine=engine), mcdp.Draws(DRAWS), resume=path)
+        first = next(runs)
+        cluster.close()  # the scheduler and its workers are gone
+        with pytest.raises(EngineLost, match="scheduler was lost"):
+            list(runs)
+    client.close()
+    kept = json.loads(path.read_text())["draws"]
+    assert first.draws <= kept < DRAWS
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as again,
+        distributed.Client(again) as c,
+    ):
+        done = mcdp.run(_spec(SLOW, scheduler=c), mcdp.Draws(DRAWS), resume=path)
+    assert done.counts == undisturbed.counts

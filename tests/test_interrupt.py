@@ -29,11 +29,17 @@ pytestmark = pytest.mark.skipif(
 BOX = textwrap.dedent(
     """
     import os
+    import time
 
 
     def fn(rng, x, n):
         open(os.environ["MCDP_TEST_MARKER"], "a").close()
         return x[0] + rng.laplace(size=n)
+
+
+    def slow(rng, x, n):
+        time.sleep(0.01)
+        return fn(rng, x, n)
     """
 )
 
@@ -165,3 +171,29 @@ def test_an_interrupted_grid_keeps_its_resume_file(tmp_path):
     done = _interrupt(args, tmp_path, started=_compiled(tmp_path))
     assert "rerun to resume" in _assert_one_line(done)
     assert out.exists() and '"interrupted": true' in out.read_text()
+
+
+def test_an_interrupted_cluster_run_resumes_to_the_same_counts(tmp_path):
+    pytest.importorskip("distributed")
+    (tmp_path / "box.py").write_text(BOX)
+    audit = [
+        "audit", "--callable", "box:slow", "--epsilon", "1", "--dim", "1",
+        "--attack", "majority", "--draws", "1e7", "--json",
+    ]  # fmt: skip
+    resume = ["--resume", str(tmp_path / "run.json")]
+    args = audit + resume + ["--scheduler", "local:2"]
+    done = _interrupt(args, tmp_path, started=(tmp_path / "run.json").exists)
+    line = _assert_one_line(done)
+    assert "rerun to go on" in line, line
+    kept = json.loads((tmp_path / "run.json").read_text())["draws"]
+    assert 0 < kept < 10**7
+
+    def counts(extra):
+        out = subprocess.run(
+            [sys.executable, "-m", "mcdp", *audit, *extra], cwd=tmp_path,
+            capture_output=True, text=True, check=True,
+            env=os.environ | {"MCDP_TEST_MARKER": str(tmp_path / "called")},
+        ).stdout  # fmt: skip
+        return json.loads(out)["counts"]
+
+    assert counts(resume) == counts([])  # resumed here, without the cluster

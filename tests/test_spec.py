@@ -204,3 +204,26 @@ def test_import_changes_no_jax_setting_and_a_run_switches_the_cache_on(tmp_path)
     mine = str(tmp_path / "mine")
     kept = _cache_settings(tmp_path, {"MCDP_CACHE_DIR": folder}, mine)
     assert kept[2] == mine  # the user's own setting wins
+
+
+def test_a_resume_file_keeps_the_counts_of_a_stopped_run(tmp_path):
+    path = tmp_path / "run.json"
+    small = DeviceEngine(chunk_blocks=8)  # several steps; the same counts
+    spec = mcdp.AuditSpec("gaussian", 1.0, delta=1e-5, dim=2, seed=4, engine=small)
+    whole = mcdp.run(spec, mcdp.Draws(300_000))
+    runs = mcdp.run_iter(spec, mcdp.Draws(300_000), resume=path)
+    first = next(runs)
+    runs.close()  # stopped after its first step: the file keeps that step
+    assert first.draws < 300_000
+    assert json.loads(path.read_text())["draws"] == first.draws
+    resumed = mcdp.run(spec, mcdp.Draws(300_000), resume=path)
+    assert resumed.counts == whole.counts and not resumed.interrupted
+    again = mcdp.run(spec, mcdp.Draws(300_000), resume=path)  # finished: no draws
+    assert again.counts == whole.counts
+    default = mcdp.AuditSpec("gaussian", 1.0, delta=1e-5, dim=2, seed=4)
+    assert whole.counts == mcdp.run(default, mcdp.Draws(300_000)).counts
+    other = mcdp.AuditSpec("gaussian", 1.0, delta=1e-5, dim=2, seed=5)
+    with pytest.raises(ValueError, match="another audit"):
+        mcdp.run(other, mcdp.Draws(300_000), resume=path)
+    with pytest.raises(ValueError, match="cannot go on"):
+        mcdp.run(spec, mcdp.Draws(1024), resume=path)

@@ -11,6 +11,7 @@ import sys
 from typing import NoReturn
 
 from mcdp.cli._text import render
+from mcdp.engines.base import EngineLost
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -36,33 +37,43 @@ def interrupted(what: str = "") -> int:
     return EXIT_INTERRUPTED
 
 
-def follow(runs, show, as_json: bool) -> int:
+def follow(runs, show, as_json: bool, resume: str | None = None) -> int:
     """Show each partial result of ``runs``, then print the last one.
 
-    Bad input found at the first step exits with its message; an interrupt
-    stops the run (its workers too) and prints the last result counted, with one
-    line on stderr and exit status 130.
+    Bad input found at the first step exits with its message. An interrupt stops
+    the run (its workers too), and so does a lost cluster: one line on stderr says
+    what is kept (the last result, printed, and the counts in the ``resume`` file
+    where there is one), and the exit status is 130 (1 for a lost cluster).
     """
-    try:
-        result = next(runs)
-    except ValueError as err:
-        fail(str(err))
-    except KeyboardInterrupt:
-        runs.close()
-        return interrupted("no draws were counted")
-    status = 0
-    show(result)
+    result, status = None, 0
     try:
         for result in runs:
             show(result)
+    except ValueError as err:
+        if result is not None:
+            raise
+        fail(str(err))
     except KeyboardInterrupt:
         runs.close()
-        draws = getattr(result, "audit", result).draws
-        status = interrupted(
-            f"the result of the first {draws:,} draws per input follows"
-        )
-    print(result.to_json() if as_json else render(result))
+        status = interrupted(_kept(result, resume))
+    except EngineLost as err:
+        runs.close()
+        print(f"mcdp: {err}; {_kept(result, resume)}", file=sys.stderr)
+        status = 1
+    if result is not None:
+        print(result.to_json() if as_json else render(result))
     return status
+
+
+def _kept(result, resume: str | None) -> str:
+    """What a stopped run keeps, in words."""
+    kept = "no draws were counted"
+    if result is not None:
+        draws = getattr(result, "audit", result).draws
+        kept = f"the result of the first {draws:,} draws per input follows"
+    if resume is not None and result is not None:
+        kept += f"; its counts are kept in {resume}: rerun to go on"
+    return kept
 
 
 def join_distributed(args: argparse.Namespace) -> None:

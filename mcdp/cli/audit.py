@@ -82,6 +82,13 @@ def add_parser(subparsers) -> None:
         help="with --target-width: the budget, draws per dataset (default 1e10)",
     )
     a.add_argument(
+        "--resume",
+        metavar="FILE",
+        default=None,
+        help="keep the counts in FILE as the run goes (and on Ctrl-C or a lost "
+        "cluster); a rerun of the same command goes on from them",
+    )
+    a.add_argument(
         "--nan-policy",
         choices=NAN_POLICIES,
         default=None,
@@ -233,6 +240,8 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.nan_policy is not None:
             fail("--nan-policy applies to the sanity check, not to --delta audits.")
+    if args.resume is not None and args.target_width is not None:
+        fail("--resume keeps runs of --draws, not of --target-width.")
     elif args.max_draws is not None and args.target_width is None:
         fail("--max-draws applies with --target-width W.")
     if args.draws is None and args.target_width is None:
@@ -245,12 +254,13 @@ def run(args: argparse.Namespace) -> int:
         connect(args.scheduler)
         if args.target_width is not None:
             return _audit_to_width(args, spec)
-        runs = run_iter(spec, Draws(args.draws))
+        runs = run_iter(spec, Draws(args.draws), resume=args.resume)
     except ValueError as err:
         fail(str(err))
     name = spec.plan.mechanism.name
     with progress_bar(True, total=args.draws, desc=name) as bar:
-        return follow(runs, lambda r: bar.update(r.draws - bar.n), args.json)
+        show = lambda r: bar.update(r.draws - bar.n)  # noqa: E731
+        return follow(runs, show, args.json, args.resume)
 
 
 def build_spec(args: argparse.Namespace) -> AuditSpec:

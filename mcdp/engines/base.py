@@ -27,6 +27,11 @@ from mcdp.core.mechanism import Mechanism
 BLOCK_DRAWS = 1024  # draws per key; changing it changes every stream, so it is fixed
 
 
+class EngineLost(RuntimeError):
+    """The engine's workers are gone (a cluster's scheduler was lost): the run
+    stops; what was counted before is kept by whoever keeps it (a resume file)."""
+
+
 class Progress(NamedTuple):
     """What the loop has counted so far: yielded after every engine step."""
 

@@ -25,9 +25,15 @@ the results waiting here and the scheduler's queue, however large the cluster.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
+import logging
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from mcdp.core.mechanism import Mechanism
+from mcdp.engines.base import CountJob, EngineLost
 from mcdp.engines.host import HostEngine, Workers, _black_box
 
 TASK_SCALARS = 1 << 20  # input scalars per task
@@ -83,6 +89,7 @@ class ClusterEngine(HostEngine):
                 threads_per_worker=1,
                 processes=True,
                 dashboard_address=":0",
+                silence_logs=logging.ERROR,  # its workers' notes of cancelled tasks
             )
             self.client = distributed.Client(cluster)
             self._own = [self.client, cluster]
@@ -100,6 +107,30 @@ class ClusterEngine(HostEngine):
     def dashboard(self) -> str | None:
         """The address of the cluster's dashboard, where it has one."""
         return getattr(self.client, "dashboard_link", None)
+
+    def count(
+        self, job: CountJob, first_block: int
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """The host engine's count on the cluster; a lost scheduler ends it with
+        :class:`~mcdp.engines.base.EngineLost` (an error of ``fn`` is raised as
+        it is)."""
+        try:
+            yield from super().count(job, first_block)
+        except Exception as err:
+            if self._lost(err):
+                raise EngineLost(
+                    f"the cluster's scheduler was lost ({type(err).__name__})"
+                ) from err
+            raise
+
+    def _lost(self, err: Exception) -> bool:
+        distributed = _distributed()
+        gone = (
+            concurrent.futures.CancelledError,
+            distributed.comm.CommClosedError,
+            distributed.client.FutureCancelledError,
+        )
+        return isinstance(err, gone) or self.client.status != "running"
 
     def workers(self, mechanism: Mechanism) -> Workers:
         """Two tasks per worker thread of the cluster under way (at most

@@ -14,12 +14,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 from mcdp import _validate
+from mcdp._files import write_atomic
 from mcdp._progress import progress_bar
 from mcdp.core.records import Record
 from mcdp.sampling import DTYPES, PRNG_IMPL, PRNG_IMPLS
@@ -30,27 +30,6 @@ META_KEY = "_meta"
 def eps_key(epsilon: float) -> str:
     """JSON key of an epsilon, as in the reference ``results.json`` ("1.0", "0.1")."""
     return repr(float(epsilon))
-
-
-def write_atomic(path: Path, data: Any) -> None:
-    """Writes ``data`` as JSON to ``path`` through a temporary file in the same
-    folder, so a reader (or a crash) never sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, allow_nan=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load_resumable(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
