@@ -143,3 +143,16 @@ def test_a_lost_scheduler_stops_the_run_and_the_file_resumes_it(tmp_path):
     ):
         done = mcdp.run(_spec(SLOW, scheduler=c), mcdp.Draws(DRAWS), resume=path)
     assert done.counts == undisturbed.counts
+
+
+def test_the_search_runs_its_audits_on_the_cluster(client):
+    boxed = mcdp.Mechanism.from_callable(
+        "boxed", laplace, domain=mcdp.InputDomain("every-entry", 1.0)
+    )
+    options = dict(
+        budget=3, confirm=1, attack="majority", draws=20_000, screen_draws=20_000
+    )
+    here = mcdp.search(boxed, 1.0, 0.0, 2, **options)
+    there = mcdp.search(boxed, 1.0, 0.0, 2, scheduler=client, **options)
+    assert there.witness == here.witness
+    assert there.witness_audit["counts"] == here.witness_audit["counts"]

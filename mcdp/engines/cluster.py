@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,6 +39,8 @@ from mcdp.engines.host import HostEngine, Workers, _black_box
 
 TASK_SCALARS = 1 << 20  # input scalars per task
 MAX_IN_FLIGHT = 256  # tasks under way at once, at most
+POLL_SECONDS = 0.5  # how often a wait for a task looks at the client's state
+LOST_SECONDS = 5.0  # cut from its scheduler this long, the cluster is lost
 LOCAL = "local:"  # the scheduler "local:N": a LocalCluster of N processes
 
 
@@ -137,7 +140,7 @@ class ClusterEngine(HostEngine):
         :data:`MAX_IN_FLIGHT`), on an executor of the client."""
         _black_box(mechanism)
         threads = sum(self.client.nthreads().values()) or 1
-        executor = self.client.get_executor(pure=False)
+        executor = _Watched(self.client.get_executor(pure=False), self.client)
         ahead = max(1, min(MAX_IN_FLIGHT, 2 * threads) // 2)  # chunks: two inputs
         return Workers(executor, False, ahead, lambda early: None)
 
@@ -152,6 +155,43 @@ class ClusterEngine(HostEngine):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Watched:
+    """An executor of the client whose tasks' ``result()`` gives up, with
+    :class:`~mcdp.engines.base.EngineLost`, once the client has been cut from its
+    scheduler for :data:`LOST_SECONDS` (a task's future may otherwise wait for a
+    scheduler that is gone)."""
+
+    def __init__(self, executor: Any, client: Any):
+        self.executor, self.client = executor, client
+
+    def submit(self, fn, *args: Any) -> _WatchedTask:
+        return _WatchedTask(self.executor.submit(fn, *args), self.client)
+
+
+class _WatchedTask:
+    def __init__(self, future: concurrent.futures.Future, client: Any):
+        self.future, self.client = future, client
+
+    def result(self) -> Any:
+        cut_since = None
+        while True:
+            try:
+                return self.future.result(timeout=POLL_SECONDS)
+            except TimeoutError:
+                if self.client.status == "running":
+                    cut_since = None
+                    continue
+                cut_since = cut_since or time.monotonic()
+                if time.monotonic() - cut_since > LOST_SECONDS:
+                    raise EngineLost(
+                        f"the cluster's scheduler was lost (the client is "
+                        f"{self.client.status} for {LOST_SECONDS:g} s)"
+                    ) from None
+
+    def cancel(self) -> bool:
+        return self.future.cancel()
 
 
 _ENGINES: dict[Any, ClusterEngine] = {}
