@@ -127,9 +127,8 @@ def iter_counts(
         :data:`BLOCK_DRAWS` (every item but the last of a run is): the run goes on
         from there to ``num_draws`` and yields totals, the same counts as one run of
         ``num_draws`` from the start.
-      engine: where the draws happen (default: :func:`default_engine`; a black box
-        always runs on the host engine, and the device engine's options do not
-        apply to it).
+      engine: where the draws happen (:mod:`mcdp.engines`); default:
+        :func:`default_engine`, to which alone the device engine's options apply.
     """
     job = _job(key, mechanism, attack, xs, params, num_draws, dtype, aux)
     engine = engine or default_engine(
@@ -141,8 +140,8 @@ def iter_counts(
     if resume is not None:
         block, totals = _resume(resume, job.num_draws, totals.shape)
     for done, added in engine.count(job, block):
-        totals = totals + added
-        yield Progress(done, totals.copy())
+        totals = totals + added  # a new array: what was yielded stays as it was
+        yield Progress(done, totals)
 
 
 def _resume(
