@@ -82,11 +82,12 @@ class ClusterEngine(HostEngine):
 
     def __init__(self, scheduler: Any, *, task_scalars: int = TASK_SCALARS):
         distributed = _distributed()
+        check_scheduler(scheduler)
         self.task_scalars = task_scalars
         self._own: list[Any] = []  # what this engine made, closed by close()
         if isinstance(scheduler, distributed.Client):
             self.client = scheduler
-        elif isinstance(scheduler, str) and scheduler.startswith(LOCAL):
+        elif scheduler.startswith(LOCAL):
             cluster = distributed.LocalCluster(
                 n_workers=_local_workers(scheduler),
                 threads_per_worker=1,
@@ -96,14 +97,9 @@ class ClusterEngine(HostEngine):
             )
             self.client = distributed.Client(cluster)
             self._own = [self.client, cluster]
-        elif isinstance(scheduler, str) and scheduler.strip():
+        else:
             self.client = distributed.Client(scheduler)
             self._own = [self.client]
-        else:
-            raise ValueError(
-                "Expected scheduler to be a distributed.Client, a scheduler address "
-                f"such as tcp://host:8786, or local:N, got {scheduler!r}."
-            )
         atexit.register(self.close)
 
     @property
@@ -119,6 +115,8 @@ class ClusterEngine(HostEngine):
         it is)."""
         try:
             yield from super().count(job, first_block)
+        except EngineLost:
+            raise
         except Exception as err:
             if self._lost(err):
                 raise EngineLost(
