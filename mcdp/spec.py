@@ -28,6 +28,8 @@ and confirmation a key of its own).
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -111,7 +113,7 @@ class Plan(NamedTuple):
 @dataclasses.dataclass(frozen=True, eq=False)
 class AuditSpec:
     """One audit, checked once (module docstring). Every field after ``epsilon``
-    is keyword-only.
+    is keyword-only; specs compare by identity (an array pair has no equality).
 
     Attributes:
       mechanism: a registered name (``mcdp.MECHANISMS``) or a
@@ -265,12 +267,21 @@ def _resolve(spec: AuditSpec) -> Plan:
             params = mech.sanity_check_params(spec.epsilon, dim)
         else:
             params = mech.calibrate(spec.epsilon, delta, dim, clip)
-    epsilons = tuple(sorted({float(e) for e in spec.profile_epsilons} | {spec.epsilon}))
+    given = {_profile_epsilon(e) for e in spec.profile_epsilons}
+    epsilons = tuple(sorted(given | {spec.epsilon}))
     identity = f"delta/{mech.name}/{spec.epsilon!r}/{delta!r}/{dim}/{pair_name}"
     return Plan(
         mech, False, dim, pair, pair_name, attack, params, clip, None, epsilons,
         identity,
     )  # fmt: skip
+
+
+def _profile_epsilon(value: Any) -> float:
+    if not isinstance(value, numbers.Real) or not 0 <= value < math.inf:
+        raise ValueError(
+            f"Expected profile_epsilons to be finite numbers >= 0, got {value!r}."
+        )
+    return float(value)
 
 
 def _default_attack(mech: Mechanism) -> str:

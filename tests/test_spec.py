@@ -83,6 +83,8 @@ def test_a_pair_fixes_dim_and_makes_an_epsilon_delta_audit():
         ({"nan_policy": "zero"}, "nan_policy"),
         ({"delta": 0.0, "nan_policy": "zero"}, "nan_policy"),
         ({"exact": 1}, "exact"),
+        ({"delta": 0.0, "profile_epsilons": [1.0, -1.0]}, "profile_epsilons"),
+        ({"delta": 0.0, "profile_epsilons": ["one"]}, "profile_epsilons"),
     ],
 )
 def test_a_bad_field_is_one_line_that_names_it(fields, match):
