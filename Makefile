@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --json benchmarks/results/engine.json
 	$(BIN)/python benchmarks/bench_memory.py --json benchmarks/results/memory.json
 	$(BIN)/python benchmarks/bench_prng.py --json benchmarks/results/prng.json
+	$(BIN)/python benchmarks/bench_cluster.py --json benchmarks/results/cluster.json
 	$(BIN)/python benchmarks/profile_sampler.py --dim 8
 
 clean:
