@@ -174,26 +174,12 @@ class Mechanism(_MechanismFields):
         return super()._replace(**kwargs)
 
     @classmethod
-    def from_callable(
-        cls,
-        name: str,
-        fn: Callable[[np.random.Generator, np.ndarray, int], Any],
-        *,
-        claim: str | None = None,
-        flaw: str | None = None,
-        reproducible: bool = True,
-        library: str | None = None,
-        workers: int = 1,
-        domain: InputDomain | None = None,
-        threads: bool = False,
-    ) -> Mechanism:
+    def from_callable(cls, name: str, fn: HostSample, **options: Any) -> Mechanism:
         """A black-box mechanism: ``fn(rng, x, n)`` returns ``n`` outputs for the
-        input row ``x``, in any Python code (see :func:`from_callable`, which
-        checks the arguments)."""
-        return from_callable(
-            name, fn, claim=claim, flaw=flaw, reproducible=reproducible,
-            library=library, workers=workers, domain=domain, threads=threads,
-        )  # fmt: skip
+        input row ``x``, in any Python code. The keyword options (``claim``,
+        ``flaw``, ``reproducible``, ``library``, ``workers``, ``domain``,
+        ``threads``) and their checks are those of :func:`from_callable`."""
+        return from_callable(name, fn, **options)
 
 
 def _host_only(key, x, params):
