@@ -125,9 +125,7 @@ def run(
     with progress_bar(progress, total=total, desc=name) as bar:
         try:
             for result in runs:
-                audit = (
-                    result.audit if isinstance(result, TargetWidthResult) else result
-                )
+                audit = getattr(result, "audit", result)  # a TargetWidthResult's
                 if isinstance(result, TargetWidthResult):
                     bar.total = result.round_draws
                 bar.update(audit.draws - bar.n)
@@ -161,7 +159,7 @@ def _bind(spec: AuditSpec, key: jax.Array, draws: int) -> tuple[Attack, Any]:
     context = AttackContext(
         mechanism=mech,
         pair=plan.pair,
-        transformed=mech.transformed(plan.pair, plan.params),
+        transformed=plan.transformed,
         params=plan.params,
         epsilons=plan.epsilons,
         dtype=spec.dtype,
@@ -480,7 +478,7 @@ def _delta_audit(
     start = time.perf_counter()  # the attack's preparation counts too
     attack, aux = _bind(spec, key, draws)
     attack_seconds = time.perf_counter() - start
-    tx = mech.transformed(plan.pair, params)
+    tx = plan.transformed
     host_params = jax.tree.map(np.asarray, params)
     exact_deltas = {
         e: None

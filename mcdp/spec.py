@@ -101,6 +101,7 @@ class Plan(NamedTuple):
     sanity_check: bool  # the ACL 2022 report, else the (epsilon, delta) audit
     dim: int
     pair: np.ndarray  # (2, dim) float64
+    transformed: np.ndarray  # the pair after the mechanism's transform (clipping)
     pair_name: str
     attack: Attack  # as named; an audit binds it (prepare) before its draws
     params: Any
@@ -271,8 +272,8 @@ def _resolve(spec: AuditSpec) -> Plan:
     epsilons = tuple(sorted(given | {spec.epsilon}))
     identity = f"delta/{mech.name}/{spec.epsilon!r}/{delta!r}/{dim}/{pair_name}"
     return Plan(
-        mech, False, dim, pair, pair_name, attack, params, clip, None, epsilons,
-        identity,
+        mech, False, dim, pair, mech.transformed(pair, params), pair_name, attack,
+        params, clip, None, epsilons, identity,
     )  # fmt: skip
 
 
@@ -309,7 +310,8 @@ def _sanity_plan(spec: AuditSpec, mech: Mechanism, dim: int) -> Plan:
         params = mech.sanity_check_params(spec.epsilon, dim, **options)
     identity = f"{SANITY_CHECK}/{mech.name}/{spec.epsilon!r}/{dim}/{nan_policy or ''}"
     attack = MAJORITY_VOTE if spec.attack is None else get_attack(spec.attack)
+    pair = make_pair("zeros-ones", dim)
     return Plan(
-        mech, True, dim, make_pair("zeros-ones", dim), "zeros-ones", attack, params,
-        DEFAULT_CLIP, nan_policy, (spec.epsilon,), identity,
+        mech, True, dim, pair, mech.transformed(pair, params), "zeros-ones", attack,
+        params, DEFAULT_CLIP, nan_policy, (spec.epsilon,), identity,
     )  # fmt: skip
