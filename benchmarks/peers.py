@@ -5,7 +5,12 @@ DP-Sniper (Bichsel et al., S&P 2021): ``eps_lcb`` of
 ``dd_search_mlp_data.log``, the values its ``eval_sp2021/plots/create_plots.py``
 draws in the paper's comparison plot; 1.07e7 draws each for training, threshold
 selection and checking, 2e8 for the final bound; events of probability about
-c = 0.01 under the second input, so no bound exceeds ln(1/c) = 4.6.
+c = 0.01 under the second input, so no bound exceeds ln(1/c) = 4.6. DP-Sniper ran
+the float Laplace (``LaplaceMechanism``, mcdp's ``laplace-float``) and the snapping
+mechanism (``LaplaceFixed``, mcdp's ``snapping``) only with its neural network on
+the 64 bits of each output (``eval_sp2021/reference-results/floating_point_data.log``
+and ``floating_fixed_data.log``, ``eps_lcb``): their logistic-regression entry is
+``nan`` (no such run).
 
 StatDP (Ding et al., CCS 2018) publishes p-values, not bounds: the values here are
 DP-Sniper's "StatDP-Fixed", StatDP's counterexamples re-estimated on 2e8 draws at
@@ -15,6 +20,8 @@ two runs).
 Delta-Siege (Lokna et al., CCS 2023) and DP-Auditorium (Kong et al., 2024) do not
 report bounds on this suite.
 """
+
+import math
 
 # mcdp name -> (logistic regression, neural network)
 DP_SNIPER = {
@@ -34,6 +41,11 @@ DP_SNIPER = {
     "prefix-sum": (0.504012, 0.577433),
     "truncated-geometric": (0.115564, 0.115543),
     "laplace-parallel": (0.034953, 0.029869),
+    "rappor": (0.292985, 0.300802),
+    "one-time-rappor": (0.597778, 0.599899),
+    "numerical-svt": (0.034324, 0.034501),
+    "laplace-float": (math.nan, 0.252075),
+    "snapping": (math.nan, 0.097876),
 }
 
 # mcdp name -> (run 1, run 2)

@@ -47,7 +47,15 @@ SUITE_NAMES = [
     "prefix-sum",
     "truncated-geometric",
     "laplace-parallel",
+    # tests/test_mechanisms_suite_rows.py checks these five against their definitions
+    "rappor",
+    "one-time-rappor",
+    "numerical-svt",
+    "laplace-float",
+    "snapping",
 ]
+NO_CLAIM = {"rappor", "one-time-rappor"}  # DP-Sniper audits RAPPOR without a claim
+FLOAT64_ONLY = {"laplace-float", "snapping"}  # NumPy's float64 uniforms k / 2^53
 BROKEN = {
     "noisy-hist2",
     "report-noisy-max3",
@@ -58,6 +66,7 @@ BROKEN = {
     "svt6",
     "svt34-parallel",
     "prefix-sum",
+    "laplace-float",
 }
 
 
@@ -87,7 +96,8 @@ def test_registry_holds_exactly_the_suite():
     assert set(SUITE_NAMES) <= set(MECHANISMS)
     for name in SUITE_NAMES:
         m = get_mechanism(name)
-        assert m.name == name and m.claim == "epsilon-DP"
+        assert m.name == name
+        assert m.claim == (None if name in NO_CLAIM else "epsilon-DP")
         assert bool(m.flaw) == (name in BROKEN), name
         assert m.calibrate is not None and m.exact_epsilon is not None
         assert m.calibrate_sanity_check is None  # 0^d, 1^d are not neighbours here
@@ -98,6 +108,8 @@ def test_registry_holds_exactly_the_suite():
         "prefix-sum",
         "truncated-geometric",
         "laplace-parallel",
+        "rappor",
+        "one-time-rappor",
     }
 
 
@@ -183,9 +195,18 @@ def test_scalar_pairs_and_the_old_pairs():
 def test_output_shape_and_dtype(key, name, dtype):
     case = SUITE[name]
     params = _params(name)
-    width = {"svt34-parallel": 2 * case.dim, "laplace-parallel": 20}.get(name)
+    width = {
+        "svt34-parallel": 2 * case.dim,
+        "laplace-parallel": 20,
+        "rappor": 20,
+        "one-time-rappor": 20,
+    }.get(name)
     with jax.enable_x64(dtype == "float64"):
         x = jnp.asarray(_batch(make_pair(case.pairs[0], case.dim)[0], 64), dtype)
+        if name in FLOAT64_ONLY and dtype == "float32":
+            with pytest.raises(ValueError, match="dtype='float64'"):
+                MECHANISMS[name].sample(key, x, params)
+            return
         y = jax.jit(MECHANISMS[name].sample)(key, x, params)
         eager = MECHANISMS[name].sample(key, x, params)
     assert y.dtype == jnp.dtype(dtype)

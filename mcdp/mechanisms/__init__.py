@@ -26,6 +26,12 @@ from mcdp.mechanisms.counting import (
     truncated_geometric_params,
 )
 from mcdp.mechanisms.dptext import DPTEXT, NAN_POLICIES, DPTextParams, dptext_params
+from mcdp.mechanisms.float_laplace import (
+    LAPLACE_FLOAT,
+    SNAPPING,
+    SnappingParams,
+    snapping_params,
+)
 from mcdp.mechanisms.gaussian import GAUSSIAN, GaussianParams, gaussian_params
 from mcdp.mechanisms.histogram import NOISY_HIST1, NOISY_HIST2
 from mcdp.mechanisms.laplace import LAPLACE, LaplaceParams, laplace_params
@@ -36,6 +42,19 @@ from mcdp.mechanisms.noisy_max import (
     RNM4,
     NoisyMaxParams,
     noisy_max_params,
+)
+from mcdp.mechanisms.numerical_svt import (
+    NUMERICAL_SVT,
+    NumericalSvtParams,
+    numerical_svt_params,
+)
+from mcdp.mechanisms.rappor import (
+    ONE_TIME_RAPPOR,
+    RAPPOR,
+    OneTimeRapporParams,
+    RapporParams,
+    one_time_rappor_params,
+    rappor_params,
 )
 from mcdp.mechanisms.sparse_vector import (
     SVT1,
@@ -90,6 +109,11 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType(
             PREFIX_SUM,
             TRUNCATED_GEOMETRIC,
             LAPLACE_PARALLEL,
+            RAPPOR,
+            ONE_TIME_RAPPOR,
+            NUMERICAL_SVT,
+            LAPLACE_FLOAT,
+            SNAPPING,
         )
     }
 )
@@ -137,6 +161,10 @@ __all__ = [
     "NoCutoffSvtParams",
     "NoParams",
     "NoisyMaxParams",
+    "NumericalSvtParams",
+    "OneTimeRapporParams",
+    "RapporParams",
+    "SnappingParams",
     "SuiteCase",
     "Svt34Params",
     "SvtParams",
@@ -150,6 +178,10 @@ __all__ = [
     "get_mechanism",
     "laplace_params",
     "noisy_max_params",
+    "numerical_svt_params",
+    "one_time_rappor_params",
+    "rappor_params",
+    "snapping_params",
     "svt_params",
     "trlaplace_min_dim",
     "trlaplace_params",

@@ -4,12 +4,17 @@ StatDP (Ding et al., *Detecting Violations of Differential Privacy*, CCS 2018) a
 DP-Sniper (Bichsel et al., *DP-Sniper: Black-Box Discovery of Differential Privacy
 Violations using Classifiers*, S&P 2021) evaluate on these mechanisms; their
 definitions come from Ding et al. (noisy histograms, Report Noisy Max), Lyu, Su and
-Li (VLDB 2017; Sparse Vector), Wang et al. (PLDI 2019; prefix sums) and Balcer and
-Vadhan (2018; the truncated geometric). :data:`SUITE` maps each mechanism name to
+Li (VLDB 2017; Sparse Vector), Wang et al. (PLDI 2019; prefix sums and Numerical
+Sparse Vector), Balcer and Vadhan (2018; the truncated geometric), Erlingsson et al.
+(CCS 2014; RAPPOR) and Mironov (CCS 2012; the float Laplace and its snapping
+repair). :data:`SUITE` maps each mechanism name to
 its default input length, the claimed epsilon it is audited at, and the named
 pairs (:mod:`mcdp.pairs`) of DP-Sniper's pattern generator for it: the histograms
 take the patterns in which one entry changes, the query-answer mechanisms all of
-StatDP's patterns, the scalar mechanisms the two scalar pairs.
+StatDP's patterns, the scalar mechanisms the two scalar pairs. RAPPOR claims no
+epsilon (its parameters f, p, q fix its loss; DP-Sniper audits it without a
+claim): its cases carry the suite's 0.1 only as the epsilon at which an
+(epsilon, delta) audit reads the profile, and its calibration ignores it.
 
 The exact loss of each case on its worst pattern at ε = 0.1 (``exact_epsilon`` of
 each mechanism; computed with the parameters of :data:`SUITE`):
@@ -33,7 +38,19 @@ mechanism               claim worst pair                          true epsilon
 ``prefix-sum``          0.1   ``one-above-rest-below`` (and more) 1.0
 ``truncated-geometric`` 0.118 ``scalar-0-1``, ``scalar-1-2``      0.1178
 ``laplace-parallel``    0.1   ``scalar-0-1``, ``scalar-1-2``      0.1
+``rappor``              –     ``scalar-0-1``                      0.30006
+``one-time-rappor``     –     ``scalar-0-1``                      0.60050
+``numerical-svt``       0.1   ``half-half``                       0.0805
+``laplace-float``       0.1   ``scalar-0-1``, ``scalar-1-2``      inf
+``snapping``            0.1   ``scalar-1-2``                      0.1 + 1.0e-12
 ======================= ===== =================================== ==============
+
+Beside them: ``rappor`` on ``scalar-1-2`` 0.25005 (5 differing Bloom bits; the
+worst pairs of its domain [-10, 10], such as 6 and 10, differ in 8 bits: 0.40008),
+``one-time-rappor`` 0.50042 there (at most 0.80067); ``numerical-svt`` 0.0588 on
+DP-Sniper's pair ``all-above-all-below``; ``snapping`` 0.1 + 5.3e-13 on
+``scalar-0-1`` (over its claim by what 53-bit uniforms leave, Mironov's proof
+assumes full-precision ones: no audit resolves it).
 """
 
 from __future__ import annotations
@@ -80,12 +97,20 @@ def _cases():
         "truncated-geometric", 1, geo_sample_epsilon(SUITE_EPSILON), SCALAR_PAIRS
     )
     yield SuiteCase("laplace-parallel", 1, SUITE_EPSILON, SCALAR_PAIRS)
+    # no claim: the epsilon is only where an (epsilon, delta) audit reads the profile
+    yield SuiteCase("rappor", 1, SUITE_EPSILON, SCALAR_PAIRS)
+    yield SuiteCase("one-time-rappor", 1, SUITE_EPSILON, SCALAR_PAIRS)
+    yield SuiteCase("numerical-svt", 10, SUITE_EPSILON, QUERY_PAIRS)
+    yield SuiteCase("laplace-float", 1, SUITE_EPSILON, SCALAR_PAIRS)
+    yield SuiteCase("snapping", 1, SUITE_EPSILON, SCALAR_PAIRS)
 
 
 SUITE: Mapping[str, SuiteCase] = MappingProxyType({c.mechanism: c for c in _cases()})
 
 # The pair of DP-Sniper's published bound on each case (its logistic-regression run,
-# ``eval_sp2021/reference-results/dd_search_reg_data.log``; see benchmarks/peers.py),
+# ``eval_sp2021/reference-results/dd_search_reg_data.log``; for laplace-float and
+# snapping its neural network on the float bits, ``floating_point_data.log`` and
+# ``floating_fixed_data.log``; see benchmarks/peers.py),
 # as the named pattern (or its swap: the pure-epsilon bound takes both orders). The
 # comparison with the peers runs on these; where a pair's loss is infinite or lies in
 # events too rare for 1e7 draws (svt3's worst pair: 0.5 from outputs of probability
@@ -108,5 +133,10 @@ PEER_PAIRS: Mapping[str, str] = MappingProxyType(
         "prefix-sum": "all-below",
         "truncated-geometric": "scalar-1-2",
         "laplace-parallel": "scalar-0-1",
+        "rappor": "scalar-0-1",
+        "one-time-rappor": "scalar-0-1",
+        "numerical-svt": "all-above-all-below",
+        "laplace-float": "scalar-0-1",
+        "snapping": "scalar-0-1",
     }
 )
