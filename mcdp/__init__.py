@@ -14,6 +14,7 @@ from mcdp.auditing import (
     draws_for_target,
 )
 from mcdp.core import Attack, AttackContext
+from mcdp.core.datasets import DatasetDomain, Datasets
 from mcdp.core.domains import InputDomain
 from mcdp.core.records import (
     AuditResult,
@@ -25,6 +26,7 @@ from mcdp.core.records import (
     TargetWidthResult,
 )
 from mcdp.core.records import __version__ as __version__
+from mcdp.core.releases import PerCall
 from mcdp.exact import ExactE2, exact_delta, exact_e2
 from mcdp.experiments import Acl2022Grid, E4Spec, GridSpec, TrLaplaceGrid, run_grid
 from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
@@ -41,6 +43,8 @@ __all__ = [
     "Acl2022Grid",
     "Attack",
     "AttackContext",
+    "DatasetDomain",
+    "Datasets",
     "AuditResult",
     "AuditSpec",
     "DeltaAuditResult",
@@ -52,6 +56,7 @@ __all__ = [
     "InputDomain",
     "InputSearchResult",
     "Mechanism",
+    "PerCall",
     "ProfilePoint",
     "Provenance",
     "SearchResult",

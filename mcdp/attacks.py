@@ -26,7 +26,13 @@ Registered attacks (``ATTACKS``, :func:`get_attack`):
 * ``learned``: a scorer trained on one sample and thresholds chosen on a second
   (:mod:`mcdp.learning`), for any mechanism, density or not;
 * ``float-support``: an output on a finer float grid than any that one input
-  produced on a training sample (:func:`float_support_attack`).
+  produced on a training sample (:func:`float_support_attack`);
+* ``structure``: a release structure (dict keys, lengths, NaN, an exception)
+  that one input produced on a training sample and the other did not, for dataset
+  audits (:mod:`mcdp.core.releases`);
+* ``auto``: the portfolio of all of these that apply, the best on fresh draws
+  counted alone (:func:`auto_attack`); the default of every (epsilon, delta)
+  audit and of the input search.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from mcdp import _validate, learning
 from mcdp._types import Array
 from mcdp.core.attack import Attack, AttackContext
 from mcdp.core.mechanism import Mechanism
+from mcdp.core.releases import ReleaseCall
 from mcdp.sampling import draw
 
 LR_GRID = 24  # evenly spaced thresholds on each side, besides the epsilons
@@ -434,12 +441,301 @@ def float_support_attack(*, train_draws: int = MIN_DRAWS) -> Attack:
 FLOAT_SUPPORT = float_support_attack()
 
 
+# --- the structure of releases -----------------------------------------------------
+
+
+def _structure_guess(y, aux):
+    """0: a structure x never produced in training, x' did (speaks for x'); 2: the
+    other way round; 1: otherwise. The structure is column 0 of an encoded release
+    (:mod:`mcdp.core.releases`); ``aux`` holds each input's structures, sorted."""
+    seen_x, seen_x_prime = aux
+    sid = y[:, 0]
+
+    def member(seen):
+        i = jnp.clip(jnp.searchsorted(seen, sid), 0, seen.shape[0] - 1)
+        return seen[i] == sid
+
+    in_x, in_x_prime = member(seen_x), member(seen_x_prime)
+    return jnp.where(in_x & ~in_x_prime, 2, jnp.where(in_x_prime & ~in_x, 0, 1)).astype(
+        jnp.int32
+    )
+
+
+STRUCTURE_EVENTS = Attack(
+    "structure",
+    3,
+    _structure_guess,
+    events=(
+        "a release structure x produced (or neither)",
+        "a release structure only x produced",
+    ),
+)
+
+
+def _released(mechanism: Mechanism) -> bool:
+    """Whether the mechanism's outputs are encoded releases (a dataset audit)."""
+    return isinstance(mechanism.host_sample, ReleaseCall)
+
+
+def structure_table(outputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each input's structures seen in ``outputs`` (``(2, n, 1 + width)``), sorted;
+    a NaN (never equal) stands for none."""
+    seen = []
+    for rows in outputs:
+        values = np.unique(rows[:, 0])
+        seen.append(values if values.size else np.array([np.nan]))
+    return seen[0], seen[1]
+
+
+def _prepare_structure(train_draws: int, context: AttackContext) -> tuple[Attack, Any]:
+    """Learns each input's release structures on a training sample from
+    ``context.key``, which the counted sample never uses."""
+    if not _released(context.mechanism):
+        raise ValueError(
+            "attack 'structure' reads the structure of releases: it applies to "
+            "dataset audits (a black box on mcdp.Datasets)."
+        )
+    outputs = draw(
+        jax.random.fold_in(context.key, 0), context.mechanism, context.pair,
+        context.params, train_draws, dtype=context.dtype, engine=context.engine,
+    )  # fmt: skip
+    return STRUCTURE_EVENTS, structure_table(outputs)
+
+
+STRUCTURE = Attack(
+    "structure",
+    0,
+    _unprepared,
+    prepare=functools.partial(_prepare_structure, MIN_DRAWS),
+)
+
+
+# --- the portfolio ----------------------------------------------------------------
+
+# Outputs that take at most this many values on the training sample (the first rows
+# of it) are discrete: the majority vote joins the portfolio.
+DISCRETE_VALUES = 16
+DISCRETE_PROBE = 10_000
+
+# The learned candidates: label -> (model, features).
+_SCORERS = {
+    "learned": ("logistic", "moments"),
+    "learned-mlp": ("mlp", "moments"),
+    "learned-bits": ("logistic", "bits"),
+}
+# Every candidate, in the order that breaks ties (the cheaper, fixed events first).
+AUTO_CANDIDATES = (
+    "lr", "structure", "majority", "support", "float-support", *_SCORERS,
+)  # fmt: skip
+
+
+class AutoSettings(NamedTuple):
+    train_draws: int | None = None  # None: from the counted sample's size
+    select_draws: int | None = None
+    max_events: int = MAX_EVENTS
+    candidates: tuple[str, ...] = AUTO_CANDIDATES
+
+
+class _Candidate(NamedTuple):
+    """A prepared candidate: ``value(y, aux)`` is its outcome (an outcome attack) or
+    its score (a scorer, whose events are thresholds chosen on the selection
+    draws)."""
+
+    label: str
+    value: Any
+    aux: Any
+    attack: Attack | None  # the outcome attack as it is counted; None: a scorer
+    model: str = ""
+    features: str = ""
+
+
+def _portfolio_values(y, aux, *, fns):
+    dtype = jnp.result_type(float)
+    return jnp.stack(
+        [fn(y, a).astype(dtype) for fn, a in zip(fns, aux, strict=True)], axis=-1
+    )
+
+
+@functools.cache
+def _values_transform(fns: tuple) -> Any:
+    """The selection draws' transform for these candidates (cached: one compile)."""
+    return functools.partial(_portfolio_values, fns=fns)
+
+
+def _discrete(outputs: np.ndarray) -> bool:
+    probe = outputs[:, :DISCRETE_PROBE]
+    return np.unique(probe[~np.isnan(probe)]).size <= DISCRETE_VALUES
+
+
+def _prepared_candidates(
+    settings: AutoSettings, context: AttackContext, outputs: np.ndarray
+) -> list[_Candidate]:
+    """Every candidate of ``settings`` that applies, prepared on the training
+    ``outputs`` (``(2, n, ...)``) or on the context alone."""
+    mech, dtype = context.mechanism, context.dtype
+    out: list[_Candidate] = []
+    for i, label in enumerate(settings.candidates):
+        if label == "lr" and mech.privacy_loss is not None:
+            attack, aux = _prepare_lr(context)
+        elif label == "support" and mech.noise_bound is not None:
+            attack, aux = _prepare_support(context)
+        elif label == "structure" and _released(mech):
+            attack, aux = STRUCTURE_EVENTS, structure_table(outputs)
+        elif label == "majority" and _discrete(outputs):
+            attack, aux = MAJORITY_VOTE, None
+        elif label == "float-support":
+            flat = outputs.reshape(outputs.shape[0], outputs.shape[1], -1)
+            table = float_support_table(flat, dtype)
+            attack, aux = FLOAT_SUPPORT_EVENTS, (table[0], table[1])
+        elif label in _SCORERS:
+            model, features = _SCORERS[label]
+            key = jax.random.fold_in(jax.random.fold_in(context.key, 2), i)
+            with jax.enable_x64(dtype == "float64"):
+                scorer = learning.fit(
+                    key, outputs[0], outputs[1], model=model, feature_set=features
+                )
+            score = learning.SCORES_BY_FEATURES[features][model]
+            out.append(_Candidate(label, score, scorer, None, model, features))
+            continue
+        else:
+            continue  # not applicable to this mechanism
+        out.append(_Candidate(label, attack.guess, aux, attack))
+    return out
+
+
+def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attack, Any]:
+    """Prepares every applicable candidate on a training sample, scores each on a
+    selection sample by the bound its events promise on the counted sample
+    (:func:`mcdp.learning.predicted_bounds`), and returns the best one alone: only
+    its events reach the counted sample, so only they enter the correction. Both
+    samples come from ``context.key``, which the counted sample never uses."""
+    mech, pair, params, dtype = (
+        context.mechanism, context.pair, context.params, context.dtype,
+    )  # fmt: skip
+    key_train, key_select = (jax.random.fold_in(context.key, s) for s in range(2))
+    train_draws, select_draws = learned_sizes(
+        context.draws, settings.train_draws, settings.select_draws
+    )
+    engine = context.engine
+    outputs = draw(
+        key_train, mech, pair, params, train_draws, dtype=dtype, engine=engine
+    )
+    candidates = _prepared_candidates(settings, context, outputs)
+    if not candidates:
+        raise ValueError(
+            f"attack 'auto': none of the candidates {settings.candidates} applies "
+            f"to {mech.name!r}."
+        )
+    fns = tuple(c.value for c in candidates)
+    values = draw(
+        key_select, mech, pair, params, select_draws, dtype=dtype,
+        transform=_values_transform(fns), aux=tuple(c.aux for c in candidates),
+        engine=engine,
+    )  # fmt: skip
+    draws, confidence = max(context.draws, 1), context.confidence
+    scores, selections = [], []
+    for j, candidate in enumerate(candidates):
+        first, second = values[0, :, j], values[1, :, j]
+        if candidate.attack is None:
+            selection = learning.select_thresholds(
+                first, second, draws=draws, confidence=confidence,
+                max_events=settings.max_events, epsilon=context.epsilon,
+                delta=context.delta,
+            )  # fmt: skip
+            predicted = selection.predicted
+        else:
+            selection = None
+            k = candidate.attack.num_outcomes
+            at_least = [
+                np.bincount(v.astype(np.int64), minlength=k)[::-1].cumsum()[::-1]
+                for v in (first, second)
+            ]
+            predicted = learning.predicted_bounds_of_counts(
+                at_least[0][1:], len(first), at_least[1][1:], len(second),
+                draws=draws, confidence=confidence, num_events=k - 1,
+                epsilon=context.epsilon, delta=context.delta,
+            )  # fmt: skip
+        scores.append(float(np.max(predicted, initial=-np.inf)))
+        selections.append(selection)
+    best = int(np.argmax(scores))  # the first of equals: the order breaks ties
+    table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
+    winner = candidates[best]
+    if winner.attack is not None:
+        return winner.attack._replace(selection=table), winner.aux
+    thresholds = selections[best].thresholds
+    bits = winner.features == "bits"
+    guess = (_LEARNED_GUESSES_BITS if bits else _LEARNED_GUESSES)[winner.model]
+    attack = Attack(
+        winner.label,
+        len(thresholds) + 1,
+        guess,
+        events=tuple(f"{winner.label} score >= {t:.6g}" for t in thresholds),
+        selection=table,
+    )
+    return attack, (winner.aux, thresholds)
+
+
+def auto_attack(
+    *,
+    train_draws: int | None = None,
+    select_draws: int | None = None,
+    max_events: int = MAX_EVENTS,
+    candidates: Sequence[str] = AUTO_CANDIDATES,
+) -> Attack:
+    """The portfolio (``ATTACKS["auto"]`` has the defaults): every applicable
+    attack is prepared, the best on fresh draws is counted.
+
+    On a training sample of ``train_draws`` per input, it prepares the likelihood
+    ratio (a mechanism with a density), the structure of releases (a dataset
+    audit), the support test (bounded noise), the majority vote (discrete
+    outputs), the float-support test, and three scorers:
+    logistic regression and an MLP on the outputs' moments, logistic regression
+    on their float bit patterns. On a selection sample of ``select_draws`` per
+    input, it scores each by the best lower bound its events promise on the
+    counted sample (the learned ones after choosing their ``max_events``
+    thresholds there), and hands the counted sample to the best alone, so the
+    correction counts its events only and the bound is valid whatever was
+    compared. The sample sizes default to the learned attack's
+    (:func:`learned_sizes`). The result's ``attack`` names the winner;
+    ``Attack.selection`` (the records' ``selection``) keeps every score.
+
+    Args:
+      candidates: the labels to consider, from :data:`AUTO_CANDIDATES`; one not
+        applicable to the mechanism is skipped.
+    """
+    chosen = tuple(dict.fromkeys(candidates))
+    for label in chosen:
+        _validate.one_of("candidates", label, AUTO_CANDIDATES)
+    if not chosen:
+        raise ValueError("Expected at least one candidate for attack 'auto'.")
+    settings = AutoSettings(
+        train_draws=_validate.draws_or_none("train_draws", train_draws),
+        select_draws=_validate.draws_or_none("select_draws", select_draws),
+        max_events=_validate.integer("max_events", max_events, low=1, high=64),
+        candidates=chosen,
+    )
+    return Attack(
+        "auto", 0, _unprepared, prepare=functools.partial(_prepare_auto, settings)
+    )
+
+
+AUTO = auto_attack()
+
+
 # --- the registry -----------------------------------------------------------------
 
 ATTACKS: Mapping[str, Attack] = MappingProxyType(
     {
         a.name: a
-        for a in (MAJORITY_VOTE, SUPPORT_TEST, LIKELIHOOD_RATIO, LEARNED, FLOAT_SUPPORT)
+        for a in (
+            MAJORITY_VOTE,
+            SUPPORT_TEST,
+            LIKELIHOOD_RATIO,
+            LEARNED,
+            FLOAT_SUPPORT,
+            STRUCTURE,
+            AUTO,
+        )  # fmt: skip
     }
 )
 

@@ -307,7 +307,7 @@ def audit_delta_iter(
     draws: int,
     *,
     pair: str | np.ndarray = "axis",
-    attack: str | Attack = "lr",
+    attack: str | Attack = "auto",
     clip: float = 1.0,
     seed: int = 0,
     confidence: float = 0.95,
@@ -334,7 +334,7 @@ def audit_delta(
     draws: int,
     *,
     pair: str | np.ndarray = "axis",
-    attack: str | Attack = "lr",
+    attack: str | Attack = "auto",
     clip: float = 1.0,
     seed: int = 0,
     confidence: float = 0.95,
@@ -358,7 +358,9 @@ def audit_delta(
       dim: d.
       draws: outputs per input.
       pair: ``zeros-ones``, ``axis``, ``diagonal``, or a ``(2, d)`` array.
-      attack: ``"majority"``, ``"support"``, ``"lr"`` (see :mod:`mcdp.attacks`) or
+      attack: ``"auto"`` (default: the portfolio of every attack that applies,
+        the best on fresh draws counted alone), ``"majority"``, ``"support"``,
+        ``"lr"``, ``"learned"``, ``"float-support"`` (see :mod:`mcdp.attacks`) or
         an :class:`~mcdp.attacks.Attack`.
       clip: the clipping radius C of the pair and of the calibration.
       seed: the integer seed.

@@ -431,9 +431,29 @@ def predicted_bounds(
     for s in (s_first, s_second):
         ordered = np.sort(s)
         counts.append(len(s) - np.searchsorted(ordered, thresholds, side="left"))
-    (k_first, k_second), (n_first, n_second) = counts, (len(s_first), len(s_second))
+    return predicted_bounds_of_counts(
+        counts[0], len(s_first), counts[1], len(s_second), draws=draws,
+        confidence=confidence, num_events=num_events, epsilon=epsilon, delta=delta,
+    )  # fmt: skip
+
+
+def predicted_bounds_of_counts(
+    k_first: np.ndarray,
+    n_first: int,
+    k_second: np.ndarray,
+    n_second: int,
+    *,
+    draws: int,
+    confidence: float,
+    num_events: int,
+    epsilon: float,
+    delta: float,
+) -> np.ndarray:
+    """:func:`predicted_bounds` from the counts of the events ``{s >= t}`` among
+    ``n_first`` and ``n_second`` outputs of each input (arrays over the events)."""
+    k_first, k_second = np.asarray(k_first), np.asarray(k_second)
     per_interval = 1 - (1 - confidence) / (2 * num_events)
-    best = np.full(len(thresholds), -np.inf)
+    best = np.full(k_first.shape, -np.inf)
     events = (  # (count, size) under each input, for {s >= t} and {s < t}
         ((k_first, n_first), (k_second, n_second)),
         ((n_first - k_first, n_first), (n_second - k_second, n_second)),

@@ -35,6 +35,7 @@ from mcdp._files import write_atomic
 from mcdp._progress import progress_bar
 from mcdp.attacks import MAJORITY_VOTE
 from mcdp.core.attack import Attack, AttackContext, bind
+from mcdp.core.datasets import Datasets
 from mcdp.core.records import (
     AuditResult,
     DeltaAuditResult,
@@ -44,6 +45,7 @@ from mcdp.core.records import (
     black_box,
     provenance,
 )
+from mcdp.core.releases import summary
 from mcdp.engines.base import BLOCK_DRAWS, Engine, Progress
 from mcdp.engines.cluster import cluster_engine
 from mcdp.exact import ExactE2, exact_e2
@@ -61,6 +63,7 @@ from mcdp.statistics import (
 )
 
 ATTACK_KEY_TAG = 0x41545441  # fold_in(key, this): the attack's own draws
+SUMMARY_DRAWS = 4096  # releases per dataset that the record's summary is read from
 SAVE_SECONDS = 5.0  # a resume file is written at least this often, and at the end
 
 Result = AuditResult | TargetWidthResult | DeltaAuditResult
@@ -216,11 +219,24 @@ def _digest(spec: AuditSpec, key: jax.Array, attack: Attack, aux: Any) -> str:
     h = hashlib.sha256()
     head = [plan.mechanism.name, spec.identity, attack.name, attack.num_outcomes]
     h.update(json.dumps(head + [spec.dtype]).encode())
-    leaves = [jax.random.key_data(key), plan.pair]
+    leaves = [jax.random.key_data(key), *_inputs(plan.pair)]
     leaves += jax.tree.leaves(plan.params) + jax.tree.leaves(aux)
     for leaf in leaves:
         h.update(np.ascontiguousarray(np.asarray(leaf)).tobytes())
     return h.hexdigest()
+
+
+def _inputs(pair: Any) -> list[np.ndarray]:
+    """The arrays of a pair: its rows, or a dataset audit's two datasets (each with
+    its shape, so that datasets of other sizes never share a digest)."""
+    if isinstance(pair, Datasets):
+        return [
+            np.asarray(pair.d.shape),
+            pair.d,
+            np.asarray(pair.d_prime.shape),
+            pair.d_prime,
+        ]
+    return [pair]
 
 
 def _load(path: Path, digest: str, draws: int) -> Progress | None:
@@ -490,10 +506,17 @@ def _delta_audit(
     if mech.exact_epsilon is not None and spec.exact:
         epsilon_exact = mech.exact_epsilon(host_params, tx)
     exact_loss = None
-    if plan.pair_name == "zeros-ones" and attack == MAJORITY_VOTE and spec.exact:
+    majority = attack._replace(selection=()) == MAJORITY_VOTE  # a portfolio's too
+    if plan.pair_name == "zeros-ones" and majority and spec.exact:
         e2 = exact_e2(mech, params, plan.dim)
         exact_loss = None if e2 is None else e2.loss
     delta = float(spec.delta or 0.0)
+    datasets = releases = None
+    if isinstance(plan.pair, Datasets):  # what the releases look like, and the pair
+        if spec.exact:  # not in a search's screenings
+            fn = mech.host_sample.fn
+            releases = summary(fn, plan.pair, spec.seed, SUMMARY_DRAWS)
+        datasets = {"d": plan.pair.d.tolist(), "d_prime": plan.pair.d_prime.tolist()}
     counts = _counts(spec, key, attack, aux, draws, path=path)
     with contextlib.closing(counts):  # a stopped run saves its counts at once
         for progress in counts:
@@ -535,6 +558,9 @@ def _delta_audit(
                 epsilon_exact=epsilon_exact,
                 attack_seconds=round(attack_seconds, 4),
                 events=attack.event_names(),
+                selection=dict(attack.selection) if attack.selection else None,
+                datasets=datasets,
+                releases=releases,
                 tradeoff=Tradeoff(
                     points=[list(p) for p in points],
                     gdp_mu_lower=gaussian_dp_mu_lower(points),

@@ -29,6 +29,7 @@ from mcdp import _compilation_cache, _validate
 from mcdp import prng as prng_module
 from mcdp._types import Array, PRNGKey
 from mcdp.core.attack import Attack
+from mcdp.core.datasets import Datasets
 from mcdp.core.mechanism import Mechanism
 from mcdp.engines.base import BLOCK_DRAWS, CountJob, Engine, Progress
 from mcdp.engines.device import DeviceEngine
@@ -81,6 +82,13 @@ def _job(key, mechanism, attack, xs, params, num_draws, dtype, aux) -> CountJob:
         "num_draws", num_draws, low=1, high=_validate.MAX_DRAWS
     )
     dtype = _validate.one_of("dtype", dtype, DTYPES)
+    if isinstance(xs, Datasets):  # a black box's two datasets, as they are
+        if mechanism.host_sample is None:
+            raise ValueError(
+                f"datasets are the inputs of black boxes (Mechanism.from_callable), "
+                f"not of {mechanism.name!r}."
+            )
+        return CountJob(key, mechanism, attack, xs, params, aux, num_draws, dtype)
     xs_host = np.asarray(xs, dtype=np.float64)
     if xs_host.ndim != 2 or 0 in xs_host.shape:
         raise ValueError(f"Expected xs of shape (num_inputs, d), got {xs_host.shape}.")

@@ -47,7 +47,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp import _compilation_cache, _validate
-from mcdp.attacks import LEARNED, Attack, get_attack, learned_attack
+from mcdp.attacks import (
+    AUTO,
+    AUTO_CANDIDATES,
+    LEARNED,
+    Attack,
+    auto_attack,
+    get_attack,
+    learned_attack,
+)
+from mcdp.core.datasets import DatasetDomain, Datasets
 from mcdp.core.domains import InputDomain, check_relation
 from mcdp.core.records import (
     DeltaAuditResult,
@@ -55,11 +64,14 @@ from mcdp.core.records import (
     SearchCandidate,
     provenance,
 )
+from mcdp.core.releases import ReleaseCall, probe_width
+from mcdp.dataset_pairs import propose_datasets
+from mcdp.engines.host import entropy
 from mcdp.mechanisms import SUITE, Mechanism, get_mechanism
 from mcdp.pairs import PAIRS, make_pair
 from mcdp.running import run_iter
 from mcdp.sampling import DTYPES, PRNG_IMPL, cell_key
-from mcdp.spec import AuditSpec, Draws
+from mcdp.spec import DEFAULT_CLIP, AuditSpec, Draws
 
 SOURCES = ("named", "random", "gradient")
 BUDGET = 32  # candidates screened (named + gradient + random)
@@ -68,6 +80,10 @@ CONFIRM = 3  # candidates confirmed on the final draws
 DRAWS = 1_000_000  # per input, each confirmation
 SCREEN_DRAWS = 100_000  # per input, each screening
 SCREEN_TRAIN = 20_000  # per input, the learned attack's own samples in screening
+# the portfolio's candidates in screening: all but the costlier scorers
+SCREEN_CANDIDATES = tuple(
+    c for c in AUTO_CANDIDATES if c not in ("learned-mlp", "learned-bits")
+)
 GRADIENT_STARTS = 4  # at most; each takes one candidate of the budget
 GRADIENT_STEPS = 100
 GRADIENT_DRAWS = 2048  # reparametrised draws per input and step
@@ -260,7 +276,7 @@ def search(
     dim: int | None = None,
     *,
     budget: int = BUDGET,
-    attack: str | Attack = "learned",
+    attack: str | Attack = "auto",
     screen_attack: str | Attack | None = None,
     confirm: int = CONFIRM,
     draws: int = DRAWS,
@@ -285,10 +301,12 @@ def search(
         the lower bound on epsilon).
       dim: d (default: the suite case's length, for a suite mechanism).
       budget: candidate pairs screened, named, gradient and random together.
-      attack: the attack of the confirmations (see :func:`mcdp.audit_delta`).
+      attack: the attack of the confirmations (default ``auto``, the portfolio;
+        see :func:`mcdp.audit_delta`).
       screen_attack: the attack of the screenings; default: ``attack``, except
-        that the learned attack screens with
-        :data:`SCREEN_TRAIN` training and selection draws per input.
+        that the learned attack and the portfolio screen with
+        :data:`SCREEN_TRAIN` training and selection draws per input (the
+        portfolio with one scorer, :data:`SCREEN_CANDIDATES`).
       confirm: K, the candidates confirmed; each confirmation runs at confidence
         ``1 - (1 - confidence) / K``.
       draws: outputs per input of each confirmation.
@@ -320,6 +338,8 @@ def search(
             f"mechanism {mech.name!r} declares no input domain (Mechanism.domain), "
             "so there is nothing to search."
         )
+    if dim is None and isinstance(mech.domain, DatasetDomain):
+        dim = mech.domain.width
     (
         epsilon, delta, dim, budget, confirm, draws, screen_draws, clip, seed,
         confidence, dtype, sources,
@@ -334,6 +354,11 @@ def search(
             screen_attack = learned_attack(
                 train_draws=SCREEN_TRAIN, select_draws=SCREEN_TRAIN
             )
+        elif final_attack == AUTO:
+            screen_attack = auto_attack(
+                train_draws=SCREEN_TRAIN, select_draws=SCREEN_TRAIN,
+                candidates=SCREEN_CANDIDATES,
+            )  # fmt: skip
     screen_attack = get_attack(screen_attack)
     if params is None and mech.host_sample is None:  # a callable takes none
         if mech.calibrate is None:
@@ -341,24 +366,44 @@ def search(
                 f"mechanism {mech.name!r} has no calibrate: pass params= explicitly."
             )
         params = mech.calibrate(epsilon, delta, dim, clip)
-    check_relation(mech.domain.relation)
-    domain = mech.domain.at(clip)
-    identity = f"search/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{clip!r}"
-    root = cell_key(seed, identity, prng)
     pure = delta == 0
-    candidates = propose(
-        mech, params, domain, dim, clip, budget, root, sources=sources, dtype=dtype
-    )
+    datasets = isinstance(mech.domain, DatasetDomain)
+    if datasets:  # records of dim columns, the relation of the domain
+        domain = mech.domain
+        if domain.width != dim:
+            raise ValueError(
+                f"Expected dim = {domain.width} (the width of the records of "
+                f"{mech.name!r}'s domain), got {dim}."
+            )
+        identity = f"search/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{domain.relation}"
+        root = cell_key(seed, identity, prng)
+        rng = np.random.default_rng(entropy(jax.random.fold_in(root, PROPOSE_TAG)))
+        candidates = propose_datasets(domain, budget, rng)
+        # one width of releases for every candidate: one shape, so few compiles
+        if not isinstance(mech.host_sample, ReleaseCall):
+            fn = mech.host_sample
+            width = max(probe_width(fn, c.pair, seed) for c in candidates)
+            mech = mech._replace(host_sample=ReleaseCall(fn, width))
+        clip, params = None, None
+    else:
+        check_relation(mech.domain.relation)
+        domain = mech.domain.at(clip)
+        identity = f"search/{mech.name}/{epsilon!r}/{delta!r}/{dim}/{clip!r}"
+        root = cell_key(seed, identity, prng)
+        candidates = propose(
+            mech, params, domain, dim, clip, budget, root, sources=sources,
+            dtype=dtype,
+        )  # fmt: skip
     for c in candidates:
         if not domain.contains(c.pair):  # a bug of a proposal, never the user's
             raise AssertionError(f"candidate {c.label} left the domain: {c.pair}")
 
     def run(c: Candidate, tag: int, n: int, conf: float, att: Attack):
         spec = AuditSpec(
-            mech, epsilon, delta=delta, dim=dim, pair=c.pair, pair_name=c.label,
-            attack=att, params=params, clip=clip, confidence=conf, dtype=dtype,
-            prng=prng, seed=seed, key=label_key(root, tag, c.label),
-            scheduler=scheduler,
+            mech, epsilon, delta=delta, dim=None if datasets else dim, pair=c.pair,
+            pair_name=c.label, attack=att, params=params, clip=clip,
+            confidence=conf, dtype=dtype, prng=prng, seed=seed,
+            key=label_key(root, tag, c.label), scheduler=scheduler,
             exact=tag == CONFIRM_TAG,  # screenings rank by their bounds alone
         )  # fmt: skip
         *_, last = run_iter(spec, Draws(n))
@@ -386,7 +431,7 @@ def search(
         SearchCandidate(
             label=c.label,
             source=c.source,
-            pair=c.pair.tolist(),
+            pair=_as_lists(c.pair),
             score=screened[i][0],
             estimate=screened[i][1],
             confirmed=i in confirmed,
@@ -399,7 +444,7 @@ def search(
         epsilon=epsilon,
         delta=delta,
         dim=dim,
-        clip=clip,
+        clip=DEFAULT_CLIP if clip is None else clip,
         attack=final_attack.name,
         screen_attack=screen_attack.name,
         budget=budget,
@@ -408,9 +453,9 @@ def search(
         screen_draws=screen_draws,
         seed=seed,
         confidence=confidence,
-        domain=domain._asdict() | {"window": list(domain.window)},
+        domain=_domain_dict(domain),
         score="epsilon_lower" if pure else "delta_lower",
-        witness=candidates[best].pair.tolist(),
+        witness=_as_lists(candidates[best].pair),
         witness_label=candidates[best].label,
         epsilon_lower=float(witness.epsilon_lower or 0.0),
         epsilon_exact=witness.epsilon_exact,
@@ -426,6 +471,19 @@ def search(
         dtype=dtype,
         **provenance(dtype, prng),
     )
+
+
+def _as_lists(pair: Any) -> list:
+    """A pair for the record: its two rows, or the two datasets' records."""
+    if isinstance(pair, Datasets):
+        return [pair.d.tolist(), pair.d_prime.tolist()]
+    return pair.tolist()
+
+
+def _domain_dict(domain: Any) -> dict[str, Any]:
+    if isinstance(domain, DatasetDomain):
+        return domain._asdict() | {"low": list(domain.low), "high": list(domain.high)}
+    return domain._asdict() | {"window": list(domain.window)}
 
 
 def clipped_l1(mech: Mechanism, params: Any, pair: np.ndarray) -> float:

@@ -39,7 +39,9 @@ import numpy as np
 from mcdp import _validate
 from mcdp.attacks import MAJORITY_VOTE, get_attack
 from mcdp.core.attack import Attack
+from mcdp.core.datasets import DatasetDomain, Datasets, neighbours
 from mcdp.core.mechanism import Mechanism
+from mcdp.core.releases import ReleaseCall, probe_width
 from mcdp.engines.base import Engine
 from mcdp.engines.cluster import check_scheduler
 from mcdp.mechanisms import MECHANISMS, SUITE, get_mechanism
@@ -100,8 +102,8 @@ class Plan(NamedTuple):
     mechanism: Mechanism
     sanity_check: bool  # the ACL 2022 report, else the (epsilon, delta) audit
     dim: int
-    pair: np.ndarray  # (2, dim) float64
-    transformed: np.ndarray  # the pair after the mechanism's transform (clipping)
+    pair: Any  # (2, dim) float64, or a black box's Datasets
+    transformed: Any  # the pair after the mechanism's transform (clipping)
     pair_name: str
     attack: Attack  # as named; an audit binds it (prepare) before its draws
     params: Any
@@ -126,12 +128,14 @@ class AuditSpec:
       dim: d; ``None`` where the pair (a ``(2, d)`` array) or the suite case says
         it. A ``dim`` that disagrees with an array pair is an error.
       pair: a named pair (:mod:`mcdp.pairs`; default ``axis``) or a ``(2, d)``
-        array, for the (epsilon, delta) audit.
+        array, for the (epsilon, delta) audit; for a black box called on
+        datasets, :class:`~mcdp.core.datasets.Datasets` (its releases, of any
+        structure, are encoded by :mod:`mcdp.core.releases`).
       pair_name: the name recorded for an array pair (default ``custom``).
       attack: a name of ``mcdp.ATTACKS`` or an :class:`~mcdp.core.attack.Attack`;
-        default: ``majority`` for the sanity check; for the (epsilon, delta) audit
-        ``lr`` where the mechanism has a density, ``learned`` for a black box,
-        else ``majority``.
+        default: ``majority`` for the sanity check (the paper's attack), ``auto``
+        (the portfolio, :func:`mcdp.attacks.auto_attack`) for the (epsilon, delta)
+        audit.
       params: the mechanism's parameters; default: the sanity check's
         (``calibrate_sanity_check``), or ``calibrate(epsilon, delta, d, clip)`` for the
         (epsilon, delta) audit (the sanity check's on ``zeros-ones`` or without
@@ -160,7 +164,7 @@ class AuditSpec:
     _: dataclasses.KW_ONLY
     delta: float | None = None
     dim: int | None = None
-    pair: str | np.ndarray | None = None
+    pair: str | np.ndarray | Datasets | None = None
     pair_name: str | None = None
     attack: str | Attack | None = None
     params: Any = None
@@ -236,8 +240,58 @@ def _dim(spec: AuditSpec, mech: Mechanism, pair: np.ndarray | None) -> int:
     )
 
 
+def _dataset_plan(spec: AuditSpec, mech: Mechanism, pair: Datasets) -> Plan:
+    """An (epsilon, delta) audit of a black box on two datasets: its releases are
+    encoded as rows (:mod:`mcdp.core.releases`), as wide as a probe of both
+    datasets needs."""
+    if mech.host_sample is None:
+        raise ValueError(
+            f"datasets are the inputs of black boxes (Mechanism.from_callable), "
+            f"not of {mech.name!r}."
+        )
+    if spec.dim is not None and spec.dim != pair.width:
+        raise ValueError(
+            f"Expected dim = {pair.width} (the width of the datasets' records), "
+            f"got {spec.dim}."
+        )
+    domain = mech.domain
+    if isinstance(domain, DatasetDomain) and not neighbours(*pair, domain.relation):
+        raise ValueError(
+            f"Expected datasets that are neighbours under {domain.relation!r} "
+            f"(the mechanism's domain), got {pair.describe()}."
+        )
+    for label in ("clip", "nan_policy", "params"):
+        if getattr(spec, label) is not None:
+            raise ValueError(f"{label} does not apply to a dataset audit.")
+    delta = 0.0 if spec.delta is None else spec.delta
+    fn = mech.host_sample
+    if not isinstance(fn, ReleaseCall):
+        width = probe_width(fn, pair, spec.seed)
+        mech = mech._replace(host_sample=ReleaseCall(fn, width))
+    attack = get_attack(spec.attack or "auto")
+    given = {_profile_epsilon(e) for e in spec.profile_epsilons}
+    epsilons = tuple(sorted(given | {spec.epsilon}))
+    pair_name = spec.pair_name or "custom"
+    sizes = f"{len(pair.d)}x{len(pair.d_prime)}"
+    identity = (
+        f"datasets/{mech.name}/{spec.epsilon!r}/{delta!r}/{pair.width}/{sizes}/"
+        f"{pair_name}"
+    )
+    return Plan(
+        mech, False, pair.width, pair, pair, pair_name, attack, None, DEFAULT_CLIP,
+        None, epsilons, identity,
+    )  # fmt: skip
+
+
 def _resolve(spec: AuditSpec) -> Plan:
     mech = _mechanism(spec.mechanism)
+    if isinstance(spec.pair, Datasets):
+        return _dataset_plan(spec, mech, spec.pair)
+    if isinstance(mech.domain, DatasetDomain):
+        raise ValueError(
+            f"mechanism {mech.name!r} is called on datasets: give pair="
+            "mcdp.Datasets(d, d_prime) (--datasets FILE.npz)."
+        )
     sanity = spec.delta is None and spec.pair is None and spec.clip is None
     array = None
     if spec.pair is not None and not isinstance(spec.pair, str):
@@ -261,7 +315,7 @@ def _resolve(spec: AuditSpec) -> Plan:
                 f"Expected a finite pair of shape (2, {dim}), got {array.shape}."
             )
         pair, pair_name = array, spec.pair_name or "custom"
-    attack = get_attack(spec.attack or _default_attack(mech))
+    attack = get_attack(spec.attack or "auto")
     params = spec.params
     if params is None and mech.host_sample is None:  # a black box takes none
         if pair_name == "zeros-ones" or mech.calibrate is None:
@@ -285,13 +339,6 @@ def _profile_epsilon(value: Any) -> float:
     return float(value)
 
 
-def _default_attack(mech: Mechanism) -> str:
-    """The (epsilon, delta) audit's attack where none is named."""
-    if mech.privacy_loss is not None:
-        return "lr"
-    return "learned" if mech.host_sample is not None else "majority"
-
-
 def _sanity_plan(spec: AuditSpec, mech: Mechanism, dim: int) -> Plan:
     nan_policy = spec.nan_policy
     if nan_policy is not None and not mech.nan_policies:
@@ -310,6 +357,11 @@ def _sanity_plan(spec: AuditSpec, mech: Mechanism, dim: int) -> Plan:
         params = mech.sanity_check_params(spec.epsilon, dim, **options)
     identity = f"{SANITY_CHECK}/{mech.name}/{spec.epsilon!r}/{dim}/{nan_policy or ''}"
     attack = MAJORITY_VOTE if spec.attack is None else get_attack(spec.attack)
+    if attack.name == "auto":
+        raise ValueError(
+            "attack 'auto' applies to (epsilon, delta) audits (give delta or a "
+            "pair); the sanity check takes a two-outcome attack such as 'majority'."
+        )
     pair = make_pair("zeros-ones", dim)
     return Plan(
         mech, True, dim, pair, mech.transformed(pair, params), "zeros-ones", attack,

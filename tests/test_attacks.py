@@ -47,7 +47,9 @@ PAPER = (1.0, 1 / 1200, 300, 1.0)  # (epsilon, delta = 1/(4d), d, C)
 
 
 def test_registry_is_closed_and_named():
-    assert sorted(ATTACKS) == ["float-support", "learned", "lr", "majority", "support"]
+    assert sorted(ATTACKS) == [
+        "auto", "float-support", "learned", "lr", "majority", "structure", "support",
+    ]  # fmt: skip
     assert ATTACKS["majority"] is MAJORITY_VOTE
     assert ATTACKS["support"] is SUPPORT_TEST
     assert ATTACKS["lr"] is LIKELIHOOD_RATIO
@@ -61,7 +63,10 @@ def test_registry_is_closed_and_named():
 def test_get_attack_passes_an_attack_through_and_names_the_choices():
     mine = Attack("mine", 2, majority_vote_guess)
     assert get_attack(mine) is mine
-    with pytest.raises(ValueError, match="learned, lr, majority, support"):
+    with pytest.raises(
+        ValueError,
+        match="auto, float-support, learned, lr, majority, structure, support",
+    ):
         get_attack("minority")
     with pytest.raises(ValueError, match="Unknown attack"):
         get_attack(None)

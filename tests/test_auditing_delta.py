@@ -136,6 +136,7 @@ def test_gaussian_profile_brackets_exact(pair, dim):
         seed=SEED,
         confidence=1 - FAIL_PROB,
         params=GaussianParams(clip, sigma),
+        attack="lr",
     )
     mu = (2 * clip) ** 2 / (2 * sigma**2)
     _check_known_profile(
@@ -156,6 +157,7 @@ def test_laplace_axis_profile_brackets_exact():
         seed=SEED,
         confidence=1 - FAIL_PROB,
         params=LaplaceParams(scale),
+        attack="lr",
     )
     _check_known_profile(
         result,
@@ -198,6 +200,7 @@ def test_laplace_diagonal_profile_within_dp_accounting_bounds():
         seed=SEED,
         confidence=1 - FAIL_PROB,
         params=LaplaceParams(scale),
+        attack="lr",
     )
     upper_pld, lower_pld = _laplace_diagonal_oracle(scale, clip, dim)
     thresholds = _profile_thresholds(result)
@@ -252,6 +255,7 @@ def _count_false_alarms(repeats, mechanism, epsilon, delta, pair, dim, params, d
             confidence=confidence,
             params=params,
             profile_epsilons=(),
+            attack="lr",
         )
         if result.delta_exact is not None:
             assert result.delta_exact <= delta + 1e-12  # the claim is correct
@@ -347,6 +351,7 @@ def test_gaussian_with_half_the_noise_is_flagged(pair, dim):
         clip=clip,
         seed=SEED,
         params=GaussianParams(clip, sigma),
+        attack="lr",
     )
     assert result.delta_exact == pytest.approx(truth, rel=1e-12)
     assert result.violated and result.delta_lower > delta
@@ -357,7 +362,14 @@ def test_laplace_with_a_quarter_of_the_noise_is_flagged():
     scale = LAPLACE.calibrate(epsilon, 0.0, dim, clip).scale / 4
     truth = laplace_delta(epsilon, scale, 2 * clip)  # 1 - e^{-1/2} = 0.39
     result = audit_delta(
-        "laplace", epsilon, 0.0, dim, 10_000, seed=SEED, params=LaplaceParams(scale)
+        "laplace",
+        epsilon,
+        0.0,
+        dim,
+        10_000,
+        seed=SEED,
+        params=LaplaceParams(scale),
+        attack="lr",
     )
     assert result.delta_exact == pytest.approx(truth)
     assert result.violated and result.delta_lower > 0.0  # the claim: pure eps-DP

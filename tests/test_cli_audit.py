@@ -120,7 +120,9 @@ def test_delta_audit_defaults_and_table(capsys):
     args = ["audit", "--mechanism", "gaussian", "--epsilon", "1", "--dim", "8"]
     assert main(args + ["--draws", "2e3", "--delta", "0.01"]) == 0
     out = capsys.readouterr().out
-    assert "axis pair" in out and "likelihood" not in out and "lr attack" in out
+    assert "axis pair" in out and "likelihood" not in out
+    # the default attack is the portfolio: the text names its winner and scores
+    assert "auto chose" in out and "promised on the selection draws: " in out
 
 
 @pytest.mark.parametrize(
@@ -144,7 +146,8 @@ def test_delta_audit_errors(capsys, extra, name):
 
 def test_a_pair_without_delta_audits_pure_epsilon(capsys):
     args = ["audit", "--mechanism", "laplace", "--epsilon", "1", "--dim", "2"]
-    assert main(args + ["--draws", "1000", "--pair", "axis", "--json"]) == 0
+    extra = ["--draws", "1000", "--pair", "axis", "--attack", "lr", "--json"]
+    assert main(args + extra) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["delta_claimed"] == 0.0 and record["attack"] == "lr"
     assert record["violated"] == (record["epsilon_lower"] > 1.0)
@@ -163,7 +166,7 @@ def test_delta_audit_with_a_pair_from_a_npy_file(tmp_path, capsys):
     np.save(path, np.stack([np.full(4, 0.5), np.full(4, -0.5)]))
     args = ["audit", "--mechanism", "gaussian", "--epsilon", "1", "--dim", "4"]
     args += ["--draws", "2e3", "--delta", "0.01", "--pair", str(path), "--json"]
-    assert main(args) == 0
+    assert main(args + ["--attack", "lr"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["pair"] == "custom" and record["dim"] == 4
     np.save(path, np.zeros((3, 4)))

@@ -90,7 +90,9 @@ def test_the_spec_takes_a_scheduler_and_checks_it(client):
 
 
 def test_a_jax_mechanism_is_refused_with_a_reason(client):
-    spec = mcdp.AuditSpec("laplace", 1.0, delta=0.0, dim=2, scheduler=client)
+    spec = mcdp.AuditSpec(
+        "laplace", 1.0, delta=0.0, dim=2, scheduler=client, attack="lr"
+    )
     with pytest.raises(ValueError, match="JAX mechanism"):
         mcdp.run(spec, mcdp.Draws(4096))
 

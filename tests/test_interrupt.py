@@ -126,6 +126,8 @@ AUDITS = {
         "1e-5",
         "--draws",
         "1e12",
+        "--attack",
+        "lr",  # the counting is interrupted, not a preparation
     ],  # fmt: skip
 }
 

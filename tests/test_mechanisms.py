@@ -180,14 +180,14 @@ def test_exact_references_come_from_fields_not_from_the_name():
         calibrate=_laplace_calibration,
         privacy_loss=MECHANISMS["laplace"].privacy_loss,
     )
-    result = mcdp.audit_delta(impostor, 1.0, 1e-5, 4, 2048, pair="axis")
+    result = mcdp.audit_delta(impostor, 1.0, 1e-5, 4, 2048, pair="axis", attack="lr")
     assert result.delta_exact is None
     assert all(point.delta_exact is None for point in result.profile)
-    builtin = mcdp.audit_delta("gaussian", 1.0, 1e-5, 4, 2048, pair="axis")
+    builtin = mcdp.audit_delta("gaussian", 1.0, 1e-5, 4, 2048, pair="axis", attack="lr")
     assert builtin.delta_exact is not None
     # declaring the field is what gives the reference
     declared = impostor._replace(exact_delta=MECHANISMS["laplace"].exact_delta)
-    result = mcdp.audit_delta(declared, 1.0, 1e-5, 4, 2048, pair="axis")
+    result = mcdp.audit_delta(declared, 1.0, 1e-5, 4, 2048, pair="axis", attack="lr")
     scale = _laplace_calibration(1.0, 1e-5, 4, 1.0).scale
     assert result.delta_exact == pytest.approx(laplace_delta(1.0, scale, 2.0))
 

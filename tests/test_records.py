@@ -24,7 +24,7 @@ from mcdp.violations import ViolationResult, count_violations
 def _records():
     return {
         "audit": mcdp.audit("none", 1.0, 2, 2048),  # an infinite loss
-        "delta": mcdp.audit_delta("gaussian", 1.0, 1e-5, 4, 2048),
+        "delta": mcdp.audit_delta("gaussian", 1.0, 1e-5, 4, 2048, attack="lr"),
         "violation": count_violations(mcdp.sampling.key(0), "uniform", [3], 1000)[0],
         "sensitivity": sensitivity_records(
             mcdp.sampling.key(0), [2], restarts=2, steps=5

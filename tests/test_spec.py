@@ -38,10 +38,14 @@ def test_run_iter_yields_partial_results_and_the_final_one_last():
 
 
 def test_the_delta_audit_and_the_width_run_are_the_wrappers_counts():
-    spec = mcdp.AuditSpec("gaussian", 1.0, delta=1e-5, dim=3, pair="diagonal", seed=2)
+    spec = mcdp.AuditSpec(
+        "gaussian", 1.0, delta=1e-5, dim=3, pair="diagonal", seed=2, attack="lr"
+    )
     assert not spec.sanity_check
     new = mcdp.run(spec, mcdp.Draws(20_000))
-    old = mcdp.audit_delta("gaussian", 1.0, 1e-5, 3, 20_000, pair="diagonal", seed=2)
+    old = mcdp.audit_delta(
+        "gaussian", 1.0, 1e-5, 3, 20_000, pair="diagonal", seed=2, attack="lr"
+    )
     assert new.counts == old.counts and new.delta_lower == old.delta_lower
     width = mcdp.run(
         mcdp.AuditSpec("adept", 1.0, dim=2, seed=1),
@@ -58,7 +62,10 @@ def test_a_pair_fixes_dim_and_makes_an_epsilon_delta_audit():
         spec.plan.dim == 3 and not spec.sanity_check and spec.plan.pair_name == "custom"
     )
     result = mcdp.run(spec, mcdp.Draws(5_000))
-    assert result.dim == 3 and result.delta_claimed == 0.0 and result.attack == "lr"
+    assert result.dim == 3 and result.delta_claimed == 0.0
+    # the default attack is the portfolio: it names its winner and every score
+    assert result.selection is not None and result.attack in result.selection
+    assert result.selection[result.attack] == max(result.selection.values())
     # a suite case knows its length
     assert mcdp.AuditSpec("svt1", 0.1, delta=0.0).plan.dim == 10
 
@@ -157,7 +164,7 @@ def test_the_cli_takes_dim_from_the_pair_file(tmp_path, capsys):
     path = tmp_path / "pair.npy"
     np.save(path, np.array([[0.0, 0.0], [1.0, 0.0]]))
     args = ["audit", "--mechanism", "laplace", "--epsilon", "1", "--pair", str(path)]
-    assert main(args + ["--draws", "2e3", "--json"]) == 0
+    assert main(args + ["--draws", "2e3", "--attack", "lr", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["dim"] == 2
     with pytest.raises(SystemExit) as info:
         main(args + ["--draws", "2e3", "--dim", "3"])
@@ -211,7 +218,10 @@ def test_import_changes_no_jax_setting_and_a_run_switches_the_cache_on(tmp_path)
 def test_a_resume_file_keeps_the_counts_of_a_stopped_run(tmp_path):
     path = tmp_path / "run.json"
     small = DeviceEngine(chunk_blocks=8)  # several steps; the same counts
-    spec = mcdp.AuditSpec("gaussian", 1.0, delta=1e-5, dim=2, seed=4, engine=small)
+    # the likelihood ratio: the resume file is what is tested, not the portfolio
+    spec = mcdp.AuditSpec(
+        "gaussian", 1.0, delta=1e-5, dim=2, seed=4, engine=small, attack="lr"
+    )
     whole = mcdp.run(spec, mcdp.Draws(300_000))
     runs = mcdp.run_iter(spec, mcdp.Draws(300_000), resume=path)
     first = next(runs)
@@ -222,9 +232,9 @@ def test_a_resume_file_keeps_the_counts_of_a_stopped_run(tmp_path):
     assert resumed.counts == whole.counts and not resumed.interrupted
     again = mcdp.run(spec, mcdp.Draws(300_000), resume=path)  # finished: no draws
     assert again.counts == whole.counts
-    default = mcdp.AuditSpec("gaussian", 1.0, delta=1e-5, dim=2, seed=4)
+    default = mcdp.AuditSpec("gaussian", 1.0, delta=1e-5, dim=2, seed=4, attack="lr")
     assert whole.counts == mcdp.run(default, mcdp.Draws(300_000)).counts
-    other = mcdp.AuditSpec("gaussian", 1.0, delta=1e-5, dim=2, seed=5)
+    other = mcdp.AuditSpec("gaussian", 1.0, delta=1e-5, dim=2, seed=5, attack="lr")
     with pytest.raises(ValueError, match="another audit"):
         mcdp.run(other, mcdp.Draws(300_000), resume=path)
     with pytest.raises(ValueError, match="cannot go on"):

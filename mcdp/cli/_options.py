@@ -10,10 +10,13 @@ the option; :func:`typed` hands that message to argparse, which prints it after
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from mcdp import _validate
+from mcdp.core.datasets import DATASET_RELATIONS, DatasetDomain
+from mcdp.core.domains import RELATIONS, InputDomain
 from mcdp.pairs import PAIRS
 from mcdp.sampling import DTYPES, PRNG_IMPL, PRNG_IMPLS
 
@@ -231,3 +234,38 @@ def add_host_options(p: argparse.ArgumentParser) -> None:
         type=typed(integer("--process-id", 0, (1 << 16) - 1)),
         help="this process, 0 .. N-1",
     )
+
+
+def domain_value(text: str) -> InputDomain | DatasetDomain:
+    """``RELATION[:SIZE[:LOW:HIGH]]`` as an :class:`~mcdp.domains.InputDomain`, or
+    ``add-remove[:LOW:HIGH]``, ``replace-one[:LOW:HIGH]`` as a
+    :class:`~mcdp.core.datasets.DatasetDomain` of records of one column (the
+    command gives it ``--dim`` columns)."""
+    parts = text.split(":")
+    if parts[0] in DATASET_RELATIONS and len(parts) in (1, 3):
+        try:
+            bounds = [float(p) for p in parts[1:]] or [-math.inf, math.inf]
+        except ValueError:
+            raise ValueError(
+                f"Expected numbers for LOW and HIGH in --domain, got {text!r}."
+            ) from None
+        return DatasetDomain.of(parts[0], 1, *bounds)
+    if parts[0] not in RELATIONS or len(parts) not in (1, 2, 4):
+        raise ValueError(
+            f"Expected --domain RELATION[:SIZE[:LOW:HIGH]] with RELATION one of "
+            f"{', '.join(RELATIONS)}, or DATASET-RELATION[:LOW:HIGH] with one of "
+            f"{', '.join(DATASET_RELATIONS)}, got {text!r}."
+        )
+    try:
+        numbers = [float(p) for p in parts[1:]]
+    except ValueError:
+        raise ValueError(
+            f"Expected numbers for SIZE, LOW and HIGH in --domain, got {text!r}."
+        ) from None
+    size = numbers[0] if numbers else (None if parts[0] == "l2-ball" else 1.0)
+    if size is not None and not size > 0:
+        raise ValueError(f"Expected --domain SIZE > 0, got {text!r}.")
+    low, high = numbers[1:] if len(numbers) == 3 else (float("-inf"), float("inf"))
+    if not low < high:
+        raise ValueError(f"Expected --domain LOW < HIGH, got {text!r}.")
+    return InputDomain(parts[0], size, low, high)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mcdp.core.datasets import DATASET_RELATIONS, Datasets
 from mcdp.core.records import (
     AuditResult,
     DeltaAuditResult,
@@ -26,7 +27,9 @@ PRIME_LABEL = "D' = 1^d"
 
 
 def _fmt(value: float) -> str:
-    return "inf" if math.isinf(value) else f"{value:.4g}"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.4g}"
 
 
 def _black_box_line(record: Any) -> list[str]:
@@ -123,6 +126,35 @@ def round_line(r: TargetWidthResult) -> str:
     )
 
 
+def _selection_line(r: DeltaAuditResult) -> list[str]:
+    """What the portfolio compared on its selection draws, the winner first."""
+    if not r.selection:
+        return []
+    ranked = sorted(r.selection.items(), key=lambda item: -item[1])
+    scores = ", ".join(f"{name} {_fmt(score)}" for name, score in ranked)
+    return [f"auto chose {r.attack}; promised on the selection draws: {scores}"]
+
+
+def _datasets_lines(r: DeltaAuditResult) -> list[str]:
+    """A dataset audit's two datasets and what their releases looked like."""
+    if r.datasets is None:
+        return []
+    pair = Datasets(*(np.asarray(r.datasets[k], float) for k in ("d", "d_prime")))
+    lines = [pair.describe()]
+    if r.releases:
+        s = r.releases
+
+        def both(key: str) -> str:
+            return " / ".join(f"{v:.1%}" for v in s[key])
+
+        lines.append(
+            f"releases (D / D', {s['draws']:,} each): raised {both('raised')}, "
+            f"NaN or inf {both('nonfinite')}, structures "
+            f"{' / '.join(str(v) for v in s['structures'])}"
+        )
+    return lines
+
+
 def _delta_audit(r: DeltaAuditResult) -> str:
     exact = "unknown" if r.delta_exact is None else f"{r.delta_exact:.4g}"
     verdict = "VIOLATED" if r.violated else "not refuted"
@@ -134,16 +166,22 @@ def _delta_audit(r: DeltaAuditResult) -> str:
             f"pure epsilon: {r.confidence:.0%} lower bound "
             f"{_fmt(r.epsilon_lower)}, exact {known}"
         ]
+    if r.datasets is not None:
+        where = f"the {r.pair} datasets (records of {r.dim} column"
+        where += "s)" if r.dim != 1 else ")"
+    else:
+        where = f"the {r.pair} pair (d = {r.dim}, C = {r.clip:g})"
     return "\n".join(
         [
-            f"{r.mechanism} on the {r.pair} pair (d = {r.dim}, C = "
-            f"{r.clip:g}), {r.attack} attack: {r.draws:,} draws per input "
-            f"(seed {r.seed}, {r.dtype})",
+            f"{r.mechanism} on {where}, {r.attack} attack: {r.draws:,} draws per "
+            f"input (seed {r.seed}, {r.dtype})",
+            *_datasets_lines(r),
             f"claimed (epsilon, delta) = ({r.epsilon:g}, {r.delta_claimed:.4g})",
             f"delta at epsilon = {r.epsilon:g}: "
             f"estimate {r.delta_estimate:.4g}, {r.confidence:.0%} lower "
             f"bound {r.delta_lower:.4g}, exact {exact}",
             *pure,
+            *_selection_line(r),
             f"claim {verdict}{because}",
             *_black_box_line(r),
             f"{r.seconds:.1f} s on {r.backend}",
@@ -164,7 +202,11 @@ def _search(r: InputSearchResult) -> str:
         for c in rows[: max(r.confirm, 8)]
     ]
     verdict = "VIOLATED" if r.violated else "not refuted"
-    pair = np.array2string(np.asarray(r.witness), precision=4)
+    if r.domain.get("relation") in DATASET_RELATIONS:  # two datasets of records
+        d, d_prime = (np.asarray(w, dtype=float).reshape(-1, r.dim) for w in r.witness)
+        pair = Datasets(d, d_prime).describe()
+    else:
+        pair = np.array2string(np.asarray(r.witness), precision=4)
     return "\n".join(
         [
             f"{r.mechanism}: search over {len(r.candidates)} pairs "

@@ -32,6 +32,7 @@ from mcdp.running import draws_for_target, run_iter
 from mcdp.spec import FIRST_DRAWS, MAX_DRAWS, AuditSpec, Draws, TargetWidth
 
 LEARNED_OPTIONS = ("train_draws", "select_draws", "model", "max_events")
+AUTO_OPTIONS = ("train_draws", "select_draws", "max_events")  # the portfolio's too
 BLACK_BOX_OPTIONS = (
     "claim", "library", "workers", "threads", "non_reproducible", "scheduler",
 )  # fmt: skip
@@ -110,11 +111,28 @@ def add_parser(subparsers) -> None:
         "or a .npy file holding a (2, d) array",
     )
     a.add_argument(
+        "--datasets",
+        metavar="FILE.npz",
+        default=None,
+        help="with --callable fn(rng, data, n): audit it on two neighbouring "
+        "datasets, the arrays d and d_prime of FILE.npz (records of --dim "
+        "columns, default 1)",
+    )
+    a.add_argument(
+        "--domain",
+        default=None,
+        metavar="RELATION[:LOW:HIGH]",
+        help="with --datasets: the relation they must be neighbours under, "
+        "add-remove or replace-one (and the bounds fn is told its records lie in)",
+    )
+    a.add_argument(
         "--attack",
         choices=sorted(ATTACKS),
         default=None,
-        help="lr where the density is known, else majority (default); learned: "
-        "a scorer trained on one sample, events chosen on a second",
+        help="auto (default with --pair, --delta or --callable): the portfolio "
+        "of every attack that applies, the best on fresh draws counted; "
+        "learned: a scorer trained on one sample, events chosen on a second; "
+        "majority: the sanity check's (its default)",
     )
     a.add_argument(
         "--clip",
@@ -123,9 +141,9 @@ def add_parser(subparsers) -> None:
         help="clipping radius C of the pair and calibration (1)",
     )
     learned = a.add_argument_group(
-        "the learned attack",
-        "with --attack learned (each sample is fresh: the "
-        "bounds come from --draws alone)",
+        "the learned attack and the portfolio",
+        "with --attack learned or auto (each sample is fresh: the "
+        "bounds come from --draws alone; --model is the learned attack's)",
     )
     learned.add_argument(
         "--train-draws",
@@ -208,6 +226,8 @@ def run(args: argparse.Namespace) -> int:
     for flag in LEARNED_OPTIONS:
         if getattr(args, flag) is None or args.attack == "learned":
             continue
+        if flag in AUTO_OPTIONS and args.attack in ("auto", None):
+            continue
         if not (flag == "train_draws" and args.attack == "float-support"):
             fail(f"--{flag.replace('_', '-')} applies to --attack learned.")
     if args.callable is None:
@@ -217,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.target_width is not None or args.max_draws is not None:
         fail("--target-width and --max-draws apply to registered mechanisms.")
     check_workers(args)
+    if args.datasets is not None or args.domain is not None:
+        return _audit_datasets(args)
     if isinstance(args.pair, np.ndarray):  # a .npy file says d
         width = args.pair.shape[1]
         if args.dim is not None and args.dim != width:
@@ -257,18 +279,68 @@ def run(args: argparse.Namespace) -> int:
         runs = run_iter(spec, Draws(args.draws), resume=args.resume)
     except ValueError as err:
         fail(str(err))
+    return _follow(args, spec, runs)
+
+
+def _follow(args: argparse.Namespace, spec: AuditSpec, runs) -> int:
+    """Prints the run's final record, a progress bar meanwhile."""
     name = spec.plan.mechanism.name
     with progress_bar(True, total=args.draws, desc=name) as bar:
         show = lambda r: bar.update(r.draws - bar.n)  # noqa: E731
         return follow(runs, show, args.json, args.resume)
 
 
-def build_spec(args: argparse.Namespace) -> AuditSpec:
+def _audit_datasets(args: argparse.Namespace) -> int:
+    """``--callable fn --datasets FILE.npz [--domain RELATION]``: an (epsilon,
+    delta) audit of fn on the two datasets."""
+    from mcdp.cli._options import domain_value
+    from mcdp.core.datasets import DatasetDomain, load_datasets
+
+    if args.callable is None:
+        fail("--datasets and --domain apply to --callable fn(rng, data, n).")
+    if args.datasets is None:
+        fail("--domain applies with --datasets FILE.npz (the two datasets).")
+    for flag in ("pair", "clip", "target_width", "max_draws", "nan_policy"):
+        if getattr(args, flag) is not None:
+            fail(f"--{flag.replace('_', '-')} does not apply to --datasets.")
+    if args.draws is None:
+        fail("mcdp audit: the following arguments are required: --draws")
+    try:
+        pair = load_datasets(args.datasets, args.dim)
+        domain = None
+        if args.domain is not None:
+            d = domain_value(args.domain)
+            if not isinstance(d, DatasetDomain):
+                fail(
+                    f"Expected --domain add-remove or replace-one with --datasets, "
+                    f"got {args.domain!r}."
+                )
+            domain = DatasetDomain.of(d.relation, pair.width, d.low[0], d.high[0])
+        args.pair, args.delta = pair, 0.0 if args.delta is None else args.delta
+        args.dim = pair.width
+        mechanism = load_callable(args, domain=domain)
+        spec = build_spec(args, mechanism)
+        connect(args.scheduler)
+        runs = run_iter(spec, Draws(args.draws), resume=args.resume)
+    except ValueError as err:
+        fail(str(err))
+    return _follow(args, spec, runs)
+
+
+def build_spec(args: argparse.Namespace, mechanism=None) -> AuditSpec:
     """The :class:`~mcdp.spec.AuditSpec` that the options of ``mcdp audit`` say."""
-    from mcdp.attacks import float_support_attack, learned_attack
+    from mcdp.attacks import auto_attack, float_support_attack, learned_attack
 
     attack = args.attack
-    if attack == "learned":
+    given = {f: getattr(args, f) for f in AUTO_OPTIONS if getattr(args, f) is not None}
+    if attack in ("auto", None) and given:
+        if args.delta is None:
+            fail(
+                f"--{next(iter(given)).replace('_', '-')} applies to the "
+                "(epsilon, delta) audit's attacks, not to the sanity check."
+            )
+        attack = auto_attack(**given)
+    elif attack == "learned":
         options = {
             flag: getattr(args, flag)
             for flag in LEARNED_OPTIONS
@@ -277,7 +349,9 @@ def build_spec(args: argparse.Namespace) -> AuditSpec:
         attack = learned_attack(**options)
     elif attack == "float-support" and args.train_draws is not None:
         attack = float_support_attack(train_draws=args.train_draws)
-    if args.callable is not None:
+    if mechanism is not None:
+        pass
+    elif args.callable is not None:
         mechanism = load_callable(args)
     else:
         mechanism = args.mechanism

@@ -16,6 +16,7 @@ from mcdp.cli._options import (
     count,
     delta_value,
     dimension,
+    domain_value,
     integer,
     one_of,
     positive,
@@ -29,32 +30,10 @@ from mcdp.cli.audit import (
     connect,
     load_callable,
 )
-from mcdp.core.domains import RELATIONS, InputDomain
+from mcdp.core.datasets import DEFAULT_MAX_SIZE, MAX_RECORDS, DatasetDomain
+from mcdp.core.domains import RELATIONS
 from mcdp.mechanisms import MECHANISMS
 from mcdp.searching import BUDGET, CONFIRM, DRAWS, MAX_BUDGET, SCREEN_DRAWS, SOURCES
-
-
-def domain_value(text: str) -> InputDomain:
-    """``RELATION[:SIZE[:LOW:HIGH]]`` as an :class:`~mcdp.domains.InputDomain`."""
-    parts = text.split(":")
-    if parts[0] not in RELATIONS or len(parts) not in (1, 2, 4):
-        raise ValueError(
-            f"Expected --domain RELATION[:SIZE[:LOW:HIGH]] with RELATION one of "
-            f"{', '.join(RELATIONS)}, got {text!r}."
-        )
-    try:
-        numbers = [float(p) for p in parts[1:]]
-    except ValueError:
-        raise ValueError(
-            f"Expected numbers for SIZE, LOW and HIGH in --domain, got {text!r}."
-        ) from None
-    size = numbers[0] if numbers else (None if parts[0] == "l2-ball" else 1.0)
-    if size is not None and not size > 0:
-        raise ValueError(f"Expected --domain SIZE > 0, got {text!r}.")
-    low, high = numbers[1:] if len(numbers) == 3 else (float("-inf"), float("inf"))
-    if not low < high:
-        raise ValueError(f"Expected --domain LOW < HIGH, got {text!r}.")
-    return InputDomain(parts[0], size, low, high)
 
 
 def add_parser(subparsers) -> None:
@@ -86,7 +65,16 @@ def add_parser(subparsers) -> None:
         default=None,
         metavar="RELATION[:SIZE[:LOW:HIGH]]",
         help="with --callable fn: its inputs' domain, e.g. every-entry:1:0:10 "
-        f"(relations: {', '.join(RELATIONS)}; SIZE default 1, l2-ball: --clip)",
+        f"(relations: {', '.join(RELATIONS)}; SIZE default 1, l2-ball: --clip); "
+        "for fn(rng, data, n) on datasets of --dim columns: add-remove[:LOW:HIGH] "
+        "or replace-one[:LOW:HIGH] (the bounds fn is told its records lie in)",
+    )
+    s.add_argument(
+        "--max-size",
+        type=typed(integer("--max-size", 1, MAX_RECORDS)),
+        default=None,
+        help=f"with a dataset --domain: the largest dataset proposed (default "
+        f"{DEFAULT_MAX_SIZE})",
     )
     s.add_argument("--epsilon", required=True, type=typed(positive("--epsilon")))
     s.add_argument(
@@ -98,8 +86,9 @@ def add_parser(subparsers) -> None:
     s.add_argument(
         "--attack",
         type=typed(one_of("--attack", ATTACKS)),
-        default="learned",
-        help="the attack of every audit (default learned)",
+        default="auto",
+        help="the attack of every confirmation (default auto: the portfolio of "
+        "every attack that applies, the best on fresh draws counted)",
     )
     s.add_argument(
         "--budget",
@@ -159,11 +148,23 @@ def run(args: argparse.Namespace) -> int:
 
     mechanism = args.mechanism
     if args.callable is None:
-        for flag in (*BLACK_BOX_OPTIONS, "domain"):
+        for flag in (*BLACK_BOX_OPTIONS, "domain", "max_size"):
             if getattr(args, flag) not in (None, False):
                 fail(f"--{flag.replace('_', '-')} applies to --callable.")
     else:
         check_workers(args)
+        if isinstance(args.domain, DatasetDomain):  # records of --dim columns
+            d = args.domain
+            try:
+                args.domain = DatasetDomain.of(
+                    d.relation, args.dim or 1, d.low[0], d.high[0],
+                    max_size=args.max_size or DEFAULT_MAX_SIZE,
+                )  # fmt: skip
+            except ValueError as err:
+                fail(str(err))
+            args.dim = args.domain.width
+        elif args.max_size is not None:
+            fail("--max-size applies to a dataset --domain (add-remove, replace-one).")
         if args.dim is None:
             fail("--callable needs --dim.")
         try:

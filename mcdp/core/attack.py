@@ -78,6 +78,10 @@ class Attack(NamedTuple):
         never observed, its probability is taken as 0 exactly rather than bounded
         from the counts.
       events: what each event ``outcome >= k`` means, for the records (optional).
+      selection: what a portfolio (``attack="auto"``) compared before it chose
+        this attack: ``(candidate, score)`` pairs, the score being the lower bound
+        that the candidate's events promised on the selection draws; empty for an
+        attack that was named.
     """
 
     name: str
@@ -86,6 +90,7 @@ class Attack(NamedTuple):
     prepare: Callable[[AttackContext], tuple[Attack, Any]] | None = None
     impossible: tuple[tuple[int, int], ...] = ()
     events: tuple[str, ...] = ()
+    selection: tuple[tuple[str, float], ...] = ()
 
     def event_names(self) -> list[str]:
         """What each threshold ``outcome >= k``, k = 1 .. num_outcomes - 1, means

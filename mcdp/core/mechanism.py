@@ -24,7 +24,9 @@ import numpy as np
 
 from mcdp import _validate
 from mcdp._types import Array, PRNGKey
+from mcdp.core.datasets import DatasetDomain
 from mcdp.core.domains import InputDomain
+from mcdp.core.releases import PerCall, ReleaseCall
 
 MAX_WORKERS = 256
 HostSample = Callable[[np.random.Generator, np.ndarray, int], Any]
@@ -211,6 +213,8 @@ def library_version(library: str) -> str:
 
 def callable_name(fn: Any) -> str:
     """``module:qualname`` of ``fn`` (its type's, for other callables)."""
+    while isinstance(fn, ReleaseCall | PerCall):  # the user's function inside
+        fn = fn.fn if isinstance(fn, ReleaseCall) else fn.f
     target = fn.func if isinstance(fn, partial) else fn
     module = getattr(target, "__module__", None) or type(target).__module__
     name = getattr(target, "__qualname__", None) or type(target).__qualname__
@@ -237,7 +241,12 @@ def from_callable(
         length d) as an array whose first axis is ``n`` (further axes are
         flattened into the output's coordinates), drawn from the
         ``numpy.random.Generator`` ``rng``. Real numbers (integers are
-        converted to the run's dtype).
+        converted to the run's dtype). A function called on datasets
+        (``domain`` a :class:`~mcdp.core.datasets.DatasetDomain`, or audited on
+        :class:`~mcdp.core.datasets.Datasets`) is ``fn(rng, data, n)`` with an
+        ``(m, k)`` dataset, and may return its ``n`` releases as a sequence of
+        any structure (:mod:`mcdp.core.releases`; :class:`PerCall` wraps a
+        function of one release per call).
       claim: the privacy claim, e.g. ``"epsilon-DP"`` (for the records).
       flaw: why the claim fails, for a known-broken control.
       reproducible: ``False`` for a library that draws from its own or the
@@ -249,7 +258,8 @@ def from_callable(
         pickled), 1 to 256; 1 (default) calls it in one thread of this process,
         beside the counting.
       domain: where its inputs live and which pairs are neighbours
-        (:class:`mcdp.core.domains.InputDomain`), for :func:`mcdp.search`.
+        (:class:`mcdp.core.domains.InputDomain`, or for datasets
+        :class:`mcdp.core.datasets.DatasetDomain`), for :func:`mcdp.search`.
       threads: ``True`` to run the ``workers`` as threads of this process: a
         callable that releases the interpreter lock while it draws (NumPy's
         generators and array operations do) then draws in parallel without its
@@ -271,10 +281,10 @@ def from_callable(
         if value is not None and not isinstance(value, str):
             raise ValueError(f"Expected {label} to be a string or None, got {value!r}.")
     workers = _validate.integer("workers", workers, low=1, high=MAX_WORKERS)
-    if domain is not None and not isinstance(domain, InputDomain):
+    if domain is not None and not isinstance(domain, InputDomain | DatasetDomain):
         raise ValueError(
-            f"Expected domain to be an mcdp.domains.InputDomain or None, got "
-            f"{domain!r}."
+            f"Expected domain to be an mcdp.domains.InputDomain, an "
+            f"mcdp.DatasetDomain or None, got {domain!r}."
         )
     return Mechanism(
         name=name,

@@ -232,7 +232,9 @@ class DeltaAuditResult(Record):
     exact pure-epsilon loss on the pair where it declares one. ``events`` names the
     thresholds of the attack's ordered outcomes (event ``k`` is ``outcome >= k``;
     the audit also reads their complements), and ``tradeoff`` the trade-off points
-    they give.
+    they give. Under the portfolio (``attack="auto"``), ``attack`` names the
+    candidate that won and ``selection`` what each candidate promised on the
+    selection draws.
     """
 
     mechanism: str
@@ -265,6 +267,14 @@ class DeltaAuditResult(Record):
     attack_seconds: float | None = None  # of seconds: preparing the attack
     events: list[str] | None = None
     tradeoff: Tradeoff | None = None
+    # attack "auto": each candidate's promised lower bound on the selection draws
+    # (attack names the one counted)
+    selection: dict[str, float] | None = None
+    # a dataset audit: the two datasets (records as lists), and on a sample of
+    # their own, how often each one's releases raised or held NaN/inf, and how
+    # many structures they took (mcdp.core.releases.summary)
+    datasets: dict[str, list] | None = None
+    releases: dict[str, Any] | None = None
     # black-box mechanisms (Mechanism.from_callable): see black_box()
     callable: str | None = None
     library: str | None = None

@@ -41,13 +41,14 @@ class Progress(NamedTuple):
 
 class CountJob(NamedTuple):
     """What to count: ``num_draws`` draws of ``mechanism`` on every row of ``xs``
-    (host float64, shape ``(num_inputs, d)``), input ``i`` from ``fold_in(key, i)``,
+    (host float64, shape ``(num_inputs, d)``, or a black box's two datasets,
+    :class:`mcdp.core.datasets.Datasets`), input ``i`` from ``fold_in(key, i)``,
     mapped to outcomes by ``attack.guess(y, aux)``; arguments already checked."""
 
     key: PRNGKey
     mechanism: Mechanism
     attack: Attack
-    xs: np.ndarray
+    xs: Any
     params: Any
     aux: Any
     num_draws: int
@@ -101,3 +102,9 @@ def outcome_counts(guess: Array, valid: Array, num_outcomes: int) -> Array:
     outcomes = jnp.arange(num_outcomes, dtype=jnp.int32)
     hits = (guess[:, None] == outcomes[None, :]) & valid[:, None]
     return jnp.sum(hits, axis=0, dtype=jnp.int32)
+
+
+def input_width(xs: Any) -> int:
+    """The numbers of one input that a task's size is reckoned in: d for rows of
+    ``xs``, the width of a record for datasets."""
+    return int(xs[0].shape[-1]) if len(xs) else 1

@@ -55,7 +55,13 @@ import numpy as np
 
 from mcdp._seedseq import Seeding
 from mcdp.core.mechanism import HostSample, Mechanism
-from mcdp.engines.base import BLOCK_DRAWS, CountJob, device_tree, outcome_counts
+from mcdp.engines.base import (
+    BLOCK_DRAWS,
+    CountJob,
+    device_tree,
+    input_width,
+    outcome_counts,
+)
 
 HOST_BLOCK_DRAWS = 16 * BLOCK_DRAWS  # draws per generator and per call of fn: fixed
 TASK_SCALARS = 1 << 18  # input scalars per task (one input's share of a chunk)
@@ -452,7 +458,7 @@ class HostEngine:
         mechanism, num_draws = job.mechanism, job.num_draws
         first_draw = first_block * BLOCK_DRAWS
         first, stop = first_draw // n, -(-num_draws // n)
-        per_task = _per_task(job.xs.shape[1], first, stop, self.task_scalars)
+        per_task = _per_task(input_width(job.xs), first, stop, self.task_scalars)
         workers = self.workers(mechanism)
         x64 = job.dtype == "float64"
         width = None
@@ -500,7 +506,7 @@ class HostEngine:
         n = HOST_BLOCK_DRAWS
         mechanism = job.mechanism
         stop = -(-job.num_draws // n)
-        per_task = _per_task(job.xs.shape[1], 0, stop, self.task_scalars)
+        per_task = _per_task(input_width(job.xs), 0, stop, self.task_scalars)
         parts: list[list[np.ndarray]] = [[] for _ in range(len(job.xs))]
         x64 = job.dtype == "float64"
         with jax.enable_x64(x64):

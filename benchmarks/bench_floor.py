@@ -1,0 +1,660 @@
+r"""A whole default audit against the NumPy floor, on every case of the suite.
+
+What is measured
+----------------
+For every case of :data:`mcdp.mechanisms.suite.SUITE` (``--cases``), on its peers'
+pair (:data:`~mcdp.mechanisms.suite.PEER_PAIRS`, the case's first pair where it has
+none), at its claimed epsilon and input length, and for every ``N`` of ``--draws``:
+
+* **audit**: the wall-clock time of ::
+
+      mcdp.run(mcdp.AuditSpec(name, epsilon, pair=pair, dim=dim, delta=0.0,
+                              confidence=0.9, seed=seed), mcdp.Draws(N))
+
+  with AuditSpec's default attack (``auto``, the portfolio), end to end: the
+  spec's resolution, the attack's preparation (its own draws, training and
+  selection: the record's ``attack_seconds``, the "prep" column), the N draws per
+  input, the counting and the bounds. Before a case's first timed audit, the same
+  audit runs once at ``--warmup-draws`` (default 1e5) with seed ``seed + 1``, so
+  that the one-off JAX compilation of the engine, the mechanism and the attacks'
+  programs is not what is measured (JAX's persistent compilation cache,
+  :mod:`mcdp._compilation_cache`, may also hold them from earlier runs; whether
+  it is on is in the JSON). Programs whose shapes depend on N itself, if any,
+  still compile inside the timed run: that compilation is part of the audit's
+  cost at that N. ``--warmup-draws 0`` times the cold run instead.
+* **NumPy floor**: the time NumPy needs merely to *draw* the same outputs of the
+  same mechanism, N for each of the two inputs, with one
+  ``numpy.random.default_rng(seed)`` (PCG64) in float64 on one core, vectorised
+  over the draws as DP-Sniper's samplers are (``dpsniper/mechanisms/``), in chunks
+  of about ``--chunk-scalars`` random scalars (2^20: 8 MB of float64) that are not
+  stored: each chunk is reduced to its sum, so the outputs are really computed.
+  The mechanism's deterministic part (its ``transform``: RAPPOR's Bloom filter,
+  snapping's clamp), computed once per input, is inside the timing. This is a lower
+  bound on any NumPy-based auditor (DP-Sniper, StatDP) at N draws: it neither
+  trains a classifier nor counts anything.
+
+The figure is the ratio *audit / floor*: below 1, the whole audit costs less than
+NumPy's drawing alone. The table also gives *(audit - prep) / floor*, the draws,
+counting and bounds of the audit against the floor. Each time is one run
+(``--repeats`` keeps the best of several), on whatever else the machine runs: the
+JSON records the load average before the runs and each run's CPU utilisation
+(process CPU seconds / wall seconds; JAX uses every core, the floor one).
+
+The NumPy samplers (:data:`SAMPLERS`) follow SPEC §7 and the JAX mechanisms of
+:mod:`mcdp.mechanisms`, with the parameters of the mechanism's own ``calibrate``
+(as an audit resolves them, :mod:`mcdp.spec`); ``tests/test_bench_floor.py``
+checks each against the JAX mechanism's draws (two-sample KS tests per output
+column and on the row sums). How the NumPy draws are made (no choice changes the
+law):
+
+* Laplace noise is ``Generator.laplace`` (NumPy's textbook inverse CDF), the
+  exponential ``Generator.exponential`` (ziggurat); mcdp uses its own inverse CDFs.
+* ``svt2`` draws a fresh threshold only where one is still needed (after an answer
+  above, while fewer than c answers are above); mcdp draws d thresholds up front.
+* ``truncated-geometric`` takes ``floor(E / eps')`` of standard exponentials, as
+  mcdp does.
+* ``rappor``, ``one-time-rappor``: their coins compare float32 uniforms with the
+  float32 probabilities, as mcdp does (NumPy's float32 uniforms are ``k 2^-24``,
+  mcdp's ``k 2^-23``: realised probabilities differ by less than ``2^-23``).
+* ``laplace-float`` is ``Generator.laplace(x, b)`` itself: what the mechanism
+  models, bit for bit up to the stream.
+* ``snapping`` takes U and the sign from one 64-bit word (``random_raw``: the top
+  53 bits, as ``Generator.random``, and the lowest bit), as mcdp does.
+
+A case without a sampler here, or whose mechanism is a black box (a Python
+callable, not a JAX case), is skipped with its reason; a case whose audit or floor
+raises is recorded as failed, with the error, and the run goes on. (A hang, such
+as an XLA compilation that does not end, is not caught: leave that case out with
+``--cases``.)
+
+How to run
+----------
+From the repository root; the defaults are ``--draws 1e7,1e8 --json
+benchmarks/results/floor.json``, every case. A full run takes hours on 2 CPU
+cores: on a shared 2-core machine one audit of ``svt2`` at 1e5 draws took 80 s,
+79 s of them in the default attack's preparation, and its warm-up 114 s. The
+JSON is rewritten after every cell, so an interrupted run keeps what it measured::
+
+    python benchmarks/bench_floor.py
+    python benchmarks/bench_floor.py --draws 1e5 --cases noisy-hist1,svt1
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+import mcdp
+from mcdp._compilation_cache import OFF_VALUES
+from mcdp.mechanisms import MECHANISMS
+from mcdp.mechanisms.counting import COPIES
+from mcdp.mechanisms.numerical_svt import ABORTED as NUMERICAL_ABORTED
+from mcdp.mechanisms.numerical_svt import BELOW as NUMERICAL_BELOW
+from mcdp.mechanisms.sparse_vector import ABORTED, SVT3_ABORTED, SVT3_FALSE
+from mcdp.mechanisms.suite import PEER_PAIRS, SUITE
+from mcdp.pairs import make_pair
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    best_of,
+    environment,
+    environment_line,
+    parse_ints,
+    write_json,
+)
+
+CONFIDENCE = 0.9  # DP-Sniper's level, as benchmarks/suite_scale.py
+DEFAULT_DRAWS = "1e7,1e8"
+DEFAULT_JSON = "benchmarks/results/floor.json"
+WARMUP_DRAWS = 100_000
+CHUNK_SCALARS = 1 << 20  # random scalars per chunk of the floor: 8 MB of float64
+CLIP = 1.0  # the suite's pairs do not depend on it; calibrate takes it
+
+# --- the NumPy samplers ----------------------------------------------------------
+
+# sample(rng, x, params, rows) -> (rows, k) float64: ``rows`` outputs of the
+# mechanism on the input ``x`` (one row of ``Mechanism.transformed(pair, params)``),
+# params with NumPy leaves
+SampleFn = Callable[[np.random.Generator, np.ndarray, Any, int], np.ndarray]
+
+
+@dataclass(frozen=True)
+class NumpySampler:
+    """A case's outputs drawn with NumPy.
+
+    Attributes:
+      sample: ``sample(rng, x, params, rows)``, see :data:`SampleFn`.
+      scalars: random scalars per output for an input of length w (sets the rows
+        of a chunk of the floor).
+    """
+
+    sample: SampleFn
+    scalars: Callable[[int], int]
+
+
+def _laplace(rng, x, scale, rows):
+    """``x + Lap(scale)`` per entry, shape ``(rows, w)``."""
+    y = rng.laplace(0.0, scale, (rows, x.size))
+    y += x
+    return y
+
+
+def _noisy_hist(rng, x, params, rows):
+    return _laplace(rng, x, float(params.scale), rows)
+
+
+def _noisy_max(noise: str, value: bool) -> SampleFn:
+    def sample(rng, x, params, rows):
+        scale = float(params.scale)
+        if noise == "laplace":
+            y = rng.laplace(0.0, scale, (rows, x.size))
+        else:
+            y = rng.exponential(scale, (rows, x.size))
+        y += x
+        if value:
+            return y.max(axis=1, keepdims=True)
+        return y.argmax(axis=1)[:, None].astype(np.float64)
+
+    return sample
+
+
+def _answered(above: np.ndarray, cutoff: int) -> np.ndarray:
+    """Whether each query is answered: fewer than ``cutoff`` answers above before."""
+    hits = np.cumsum(above, axis=1, dtype=np.int32)
+    return hits - above < cutoff
+
+
+def _svt_above(rng, x, params, rows, query_noise: bool = True):
+    """``(above, noisy)``: one threshold noise per row, the noisy answers."""
+    rho = rng.laplace(0.0, float(params.threshold_scale), (rows, 1))
+    rho += float(params.threshold)
+    if not query_noise:
+        return x >= rho, None
+    noisy = _laplace(rng, x, float(params.query_scale), rows)
+    return noisy >= rho, noisy
+
+
+def _svt_flags(rng, x, params, rows):
+    """Alg. 1 and 4: TRUE / FALSE / ABORTED."""
+    above, _ = _svt_above(rng, x, params, rows)
+    return np.where(_answered(above, int(params.cutoff)), above, ABORTED)
+
+
+def _svt2(rng, x, params, rows):
+    """Alg. 2: a fresh threshold after each answer above (while still needed)."""
+    scale, threshold = float(params.threshold_scale), float(params.threshold)
+    cutoff = int(params.cutoff)
+    current = rng.laplace(0.0, scale, rows)
+    noisy = _laplace(rng, x, float(params.query_scale), rows)
+    count = np.zeros(rows, np.int64)
+    out = np.empty((rows, x.size))
+    for i in range(x.size):
+        above = noisy[:, i] >= threshold + current
+        answered = count < cutoff
+        out[:, i] = np.where(answered, above, ABORTED)
+        hit = above & answered
+        count += hit
+        refresh = hit & (count < cutoff)
+        if i + 1 < x.size and refresh.any():
+            current[refresh] = rng.laplace(0.0, scale, int(refresh.sum()))
+    return out
+
+
+def _svt3(rng, x, params, rows):
+    """Alg. 3: the noisy answer for TRUE, SVT3_FALSE / SVT3_ABORTED otherwise."""
+    above, noisy = _svt_above(rng, x, params, rows)
+    values = np.where(above, noisy, SVT3_FALSE)
+    return np.where(_answered(above, int(params.cutoff)), values, SVT3_ABORTED)
+
+
+def _svt5(rng, x, params, rows):
+    above, _ = _svt_above(rng, x, params, rows, query_noise=False)
+    return above.astype(np.float64)
+
+
+def _svt6(rng, x, params, rows):
+    above, _ = _svt_above(rng, x, params, rows)
+    return above.astype(np.float64)
+
+
+def _svt34(rng, x, params, rows):
+    return np.concatenate(
+        [_svt3(rng, x, params.svt3, rows), _svt_flags(rng, x, params.svt4, rows)],
+        axis=1,
+    )
+
+
+def _prefix_sum(rng, x, params, rows):
+    y = _laplace(rng, x, float(params.scale), rows)
+    return np.cumsum(y, axis=1, out=y)
+
+
+def _truncated_geometric(rng, x, params, rows):
+    rate = math.log1p(2.0 ** -int(params.k))  # P[floor(E / rate) >= m] = q^m
+    g = np.floor(rng.standard_exponential((2, rows, x.size)) / rate)
+    return np.clip(x + g[0] - g[1], 0.0, float(params.upper))
+
+
+def _laplace_parallel(rng, x, params, rows):
+    return _laplace(rng, np.tile(x, COPIES), float(params.scale), rows)
+
+
+def _permanent(rng, bloom, f, rows):
+    """RAPPOR's step 2 on the Bloom bits ``bloom`` (0/1 floats), as bools."""
+    u = rng.random((rows, bloom.size), dtype=np.float32)
+    f = np.float32(f)
+    return np.where(u < f / np.float32(2), True, np.where(u < f, False, bloom > 0.5))
+
+
+def _rappor(rng, x, params, rows):
+    permanent = _permanent(rng, x, params.f, rows)
+    u = rng.random((rows, x.size), dtype=np.float32)
+    p, q = np.float32(params.p), np.float32(params.q)
+    return (u < np.where(permanent, q, p)).astype(np.float64)
+
+
+def _one_time_rappor(rng, x, params, rows):
+    return _permanent(rng, x, params.f, rows).astype(np.float64)
+
+
+def _numerical_svt(rng, x, params, rows):
+    rho1 = rng.laplace(0.0, float(params.threshold_scale), (rows, 1))
+    rho1 += float(params.threshold)
+    above = _laplace(rng, x, float(params.query_scale), rows) >= rho1
+    values = np.where(
+        above, _laplace(rng, x, float(params.answer_scale), rows), NUMERICAL_BELOW
+    )
+    return np.where(_answered(above, int(params.cutoff)), values, NUMERICAL_ABORTED)
+
+
+def _laplace_float(rng, x, params, rows):
+    return rng.laplace(x, float(params.scale), (rows, x.size))
+
+
+def _snapping(rng, x, params, rows):
+    """``x`` is clamped already (the mechanism's transform)."""
+    scale, grid, bound = (float(v) for v in params)
+    words = rng.bit_generator.random_raw((rows, x.size))
+    u = 1.0 - (words >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    sign = np.where(words & np.uint64(1), -1.0, 1.0)
+    noisy = x + sign * scale * np.log(u)
+    return np.clip(np.round(noisy / grid) * grid, -bound, bound)
+
+
+def _per_entry(factor: int = 1, extra: int = 0) -> Callable[[int], int]:
+    return lambda w: factor * w + extra
+
+
+SAMPLERS: dict[str, NumpySampler] = {
+    "noisy-hist1": NumpySampler(_noisy_hist, _per_entry()),
+    "noisy-hist2": NumpySampler(_noisy_hist, _per_entry()),
+    "report-noisy-max1": NumpySampler(_noisy_max("laplace", False), _per_entry()),
+    "report-noisy-max2": NumpySampler(_noisy_max("exponential", False), _per_entry()),
+    "report-noisy-max3": NumpySampler(_noisy_max("laplace", True), _per_entry()),
+    "report-noisy-max4": NumpySampler(_noisy_max("exponential", True), _per_entry()),
+    "svt1": NumpySampler(_svt_flags, _per_entry(1, 1)),
+    "svt2": NumpySampler(_svt2, _per_entry(1, 1)),
+    "svt3": NumpySampler(_svt3, _per_entry(1, 1)),
+    "svt4": NumpySampler(_svt_flags, _per_entry(1, 1)),
+    "svt5": NumpySampler(_svt5, _per_entry(0, 1)),
+    "svt6": NumpySampler(_svt6, _per_entry(1, 1)),
+    "svt34-parallel": NumpySampler(_svt34, _per_entry(2, 2)),
+    "prefix-sum": NumpySampler(_prefix_sum, _per_entry()),
+    "truncated-geometric": NumpySampler(_truncated_geometric, _per_entry(2)),
+    "laplace-parallel": NumpySampler(_laplace_parallel, _per_entry(COPIES)),
+    "rappor": NumpySampler(_rappor, _per_entry(2)),  # w: 20 Bloom bits per entry
+    "one-time-rappor": NumpySampler(_one_time_rappor, _per_entry()),
+    "numerical-svt": NumpySampler(_numerical_svt, _per_entry(2, 1)),
+    "laplace-float": NumpySampler(_laplace_float, _per_entry()),
+    "snapping": NumpySampler(_snapping, _per_entry()),
+}
+
+
+def pair_of(name: str) -> str:
+    """The case's peers' pair, else its first named pair."""
+    return PEER_PAIRS.get(name, SUITE[name].pairs[0])
+
+
+def setup(name: str) -> tuple[np.ndarray, Any]:
+    """``(pair, params)``: the case's pair as a ``(2, d)`` array and the params an
+    audit resolves (``calibrate(epsilon, 0, d, 1)``)."""
+    case = SUITE[name]
+    mech = MECHANISMS[name]
+    pair = make_pair(pair_of(name), case.dim, CLIP)
+    return pair, mech.calibrate(case.epsilon, 0.0, case.dim, CLIP)
+
+
+def numpy_floor(
+    name: str,
+    pair: np.ndarray,
+    params: Any,
+    draws: int,
+    seed: int,
+    chunk_scalars: int = CHUNK_SCALARS,
+) -> float:
+    """Draws ``draws`` outputs of case ``name`` on each row of ``pair`` with NumPy
+    in chunks, keeping only their sum (returned): the floor's work.
+
+    Args:
+      name: a key of :data:`SAMPLERS`.
+      pair: the raw ``(2, d)`` inputs; the mechanism's transform is applied here.
+      params: the mechanism's params (as ``calibrate`` returns them).
+      draws: outputs per input.
+      seed: of ``numpy.random.default_rng``.
+      chunk_scalars: random scalars per chunk, about.
+    """
+    sampler = SAMPLERS[name]
+    host = jax.tree.map(np.asarray, params)
+    tx = MECHANISMS[name].transformed(pair, host)
+    rng = np.random.default_rng(seed)
+    rows = max(1, chunk_scalars // sampler.scalars(tx.shape[1]))
+    total = 0.0
+    for x in tx:
+        for start in range(0, draws, rows):
+            total += float(sampler.sample(rng, x, host, min(rows, draws - start)).sum())
+    return total
+
+
+# --- the benchmark ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One case at one N: a line of a table."""
+
+    case: str
+    pair: str
+    dim: int
+    epsilon: float
+    draws: int  # per input
+    audit_seconds: float  # wall clock of mcdp.run, end to end
+    record_seconds: float  # the record's own `seconds`
+    prep_seconds: float | None  # the record's `attack_seconds` (preparation)
+    audit_cpu_utilisation: float
+    attack: str  # the attack the default chose
+    epsilon_lower: float | None
+    epsilon_exact: float | None
+    warmup_seconds: float | None  # the warm-up audit (None: no warm-up)
+    floor_seconds: float
+    floor_cpu_utilisation: float
+    floor_sum: float  # what the floor's draws reduce to
+    audit_over_floor: float
+    counting_over_floor: float | None  # (audit - prep) / floor
+
+
+def skip_reason(name: str) -> str | None:
+    """Why case ``name`` is not benchmarked, or ``None``."""
+    mech = MECHANISMS.get(name)
+    if mech is None:
+        return "not in mcdp.MECHANISMS"
+    if mech.host_sample is not None:
+        return "a black box (Python callable), not a JAX case"
+    if name not in SAMPLERS:
+        return "no NumPy sampler written for it (bench_floor.SAMPLERS)"
+    return None
+
+
+def _spec(name: str, seed: int) -> mcdp.AuditSpec:
+    case = SUITE[name]
+    return mcdp.AuditSpec(
+        name, case.epsilon, pair=pair_of(name), dim=case.dim, delta=0.0,
+        confidence=CONFIDENCE, seed=seed,
+    )  # fmt: skip
+
+
+def bench_case(
+    name: str,
+    draws: Sequence[int],
+    seed: int,
+    warmup_draws: int,
+    repeats: int,
+    chunk_scalars: int,
+    done: Callable[[Cell], None],
+) -> None:
+    """Times the audit and the floor of case ``name`` at every N; ``done(cell)``
+    after each."""
+    case = SUITE[name]
+    warmup_seconds = None
+    if warmup_draws:
+        t0 = time.perf_counter()
+        mcdp.run(_spec(name, seed + 1), mcdp.Draws(warmup_draws))
+        warmup_seconds = time.perf_counter() - t0
+    pair, params = setup(name)
+    for n in draws:
+        spec = _spec(name, seed)
+        audit = best_of(repeats, lambda s=spec, n=n: mcdp.run(s, mcdp.Draws(n)))
+        record = audit.result
+        floor = best_of(
+            repeats,
+            lambda n=n: numpy_floor(name, pair, params, n, seed, chunk_scalars),
+        )
+        prep = record.attack_seconds
+        done(
+            Cell(
+                case=name,
+                pair=pair_of(name),
+                dim=case.dim,
+                epsilon=case.epsilon,
+                draws=n,
+                audit_seconds=audit.seconds,
+                record_seconds=record.seconds,
+                prep_seconds=prep,
+                audit_cpu_utilisation=audit.cpu_utilisation,
+                attack=record.attack,
+                epsilon_lower=record.epsilon_lower,
+                epsilon_exact=record.epsilon_exact,
+                warmup_seconds=warmup_seconds,
+                floor_seconds=floor.seconds,
+                floor_cpu_utilisation=floor.cpu_utilisation,
+                floor_sum=floor.result,
+                audit_over_floor=audit.seconds / floor.seconds,
+                counting_over_floor=(
+                    None if prep is None else (audit.seconds - prep) / floor.seconds
+                ),
+            )
+        )
+
+
+def _draws(n: int) -> str:
+    """``100000`` -> ``1e5``; other counts with separators."""
+    exponent = round(math.log10(n))
+    return f"1e{exponent}" if 10**exponent == n else f"{n:,}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def format_tables(
+    cells: Sequence[Cell], skipped: dict[str, str], env: dict[str, Any]
+) -> str:
+    """A Markdown table per N, then the skipped cases."""
+    lines = [environment_line(env)]
+    for n in sorted({c.draws for c in cells}):
+        lines += [
+            "",
+            f"N = {_draws(n)} draws per input (audit: mcdp.run, default attack, "
+            f"{CONFIDENCE:.0%}; floor: NumPy PCG64 float64, one core)",
+            "",
+            "| case | pair | attack chosen | audit s (of which prep) | NumPy floor s "
+            "| audit / floor | (audit − prep) / floor |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for c in (c for c in cells if c.draws == n):
+            prep = "–" if c.prep_seconds is None else _seconds(c.prep_seconds)
+            counting = (
+                "–" if c.counting_over_floor is None else f"{c.counting_over_floor:.3g}"
+            )
+            lines.append(
+                f"| `{c.case}` | `{c.pair}` | {c.attack} | {_seconds(c.audit_seconds)} "
+                f"({prep}) | {_seconds(c.floor_seconds)} | {c.audit_over_floor:.3g} "
+                f"| {counting} |"
+            )
+    if skipped:
+        lines += ["", "Skipped:"]
+        lines += [f"- `{name}`: {reason}" for name, reason in skipped.items()]
+    return "\n".join(lines)
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def parse_cases(text: str) -> list[str]:
+    """``"a,b"`` -> ``["a", "b"]``, each a case of SUITE, once."""
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [n for n in names if n not in SUITE]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated subset of {','.join(SUITE)}, got {text!r}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line; see the module docstring."""
+    parser = argparse.ArgumentParser(
+        description="A whole default audit against the NumPy floor (drawing the "
+        "same outputs with NumPy), on the cases of the suite."
+    )
+    parser.add_argument(
+        "--draws",
+        type=parse_ints,
+        default=parse_ints(DEFAULT_DRAWS),
+        help=f"comma-separated N, draws per input (default {DEFAULT_DRAWS})",
+    )
+    parser.add_argument(
+        "--cases",
+        type=parse_cases,
+        default=list(SUITE),
+        help="comma-separated cases of the suite (default all)",
+    )
+    parser.add_argument(
+        "--json",
+        default=DEFAULT_JSON,
+        metavar="PATH",
+        help=f"where the raw numbers go (default {DEFAULT_JSON})",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the audits and the floor"
+    )
+    parser.add_argument(
+        "--warmup-draws",
+        type=int,
+        default=WARMUP_DRAWS,
+        help="draws of the untimed audit before each case's first timed one, "
+        f"seed + 1 (default {WARMUP_DRAWS:g}; 0: none, cold timings)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="timed runs of each audit and floor, the best is kept (default 1)",
+    )
+    parser.add_argument(
+        "--chunk-scalars",
+        type=int,
+        default=CHUNK_SCALARS,
+        help=f"random scalars per chunk of the floor (default {CHUNK_SCALARS})",
+    )
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    if args.warmup_draws < 0:
+        parser.error("--warmup-draws must be at least 0")
+    if args.chunk_scalars < 1:
+        parser.error("--chunk-scalars must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the benchmark, prints the tables, writes the JSON after every cell."""
+    args = parse_args(argv)
+    env = environment()
+    env["cpu_model"] = _cpu_model()
+    cache = os.environ.get("MCDP_COMPILATION_CACHE", "1").strip().lower()
+    env["mcdp_compilation_cache"] = cache not in OFF_VALUES
+    settings = {
+        "draws": args.draws,
+        "cases": args.cases,
+        "audit_seed": args.seed,
+        "warmup_seed": args.seed + 1,
+        "floor_seed": args.seed,
+        "warmup_draws": args.warmup_draws,
+        "repeats": args.repeats,
+        "confidence": CONFIDENCE,
+        "attack": "AuditSpec's default",
+        "floor": "numpy.random.default_rng (PCG64), float64, one core, chunks of "
+        f"about {args.chunk_scalars} random scalars reduced to their sum",
+        "chunk_scalars": args.chunk_scalars,
+    }
+    cells: list[Cell] = []
+    skipped: dict[str, str] = {}
+
+    def save() -> None:
+        write_json(
+            args.json,
+            {
+                "benchmark": "floor",
+                "environment": env,
+                "settings": settings,
+                "results": [asdict(c) for c in cells],
+                "skipped": skipped,
+            },
+        )
+
+    def done(cell: Cell) -> None:
+        cells.append(cell)
+        print(
+            f"  {cell.case} N={_draws(cell.draws)}: audit {cell.audit_seconds:.2f} s "
+            f"(prep {cell.prep_seconds or 0:.2f} s, {cell.attack}), floor "
+            f"{cell.floor_seconds:.2f} s, ratio {cell.audit_over_floor:.2f}",
+            file=sys.stderr,
+            flush=True,
+        )
+        save()
+
+    for name in args.cases:
+        reason = skip_reason(name)
+        if reason is not None:
+            skipped[name] = reason
+            continue
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        try:
+            bench_case(
+                name,
+                args.draws,
+                args.seed,
+                args.warmup_draws,
+                args.repeats,
+                args.chunk_scalars,
+                done,
+            )
+        except Exception as error:  # record it, go on with the rest
+            skipped[name] = f"failed: {type(error).__name__}: {error}"
+            print(f"WARNING: {name}: {skipped[name]}", file=sys.stderr, flush=True)
+        save()
+    save()
+    print(format_tables(cells, skipped, env), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

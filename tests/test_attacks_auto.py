@@ -1,0 +1,154 @@
+"""The portfolio (attack "auto"): what it picks, what it records, and that its bound
+stays valid whatever it compared.
+
+The validity tests audit mechanisms whose privacy loss on the pair is known (0 for
+an input-independent mechanism, the claim for exact samplers) at a confidence whose
+false alarms over all their runs stay within a stated budget, with fixed seeds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import mcdp
+from mcdp import subjects
+from mcdp.attacks import AUTO_CANDIDATES, auto_attack, float_support_attack
+from mcdp.mechanisms import SUITE
+from mcdp.pairs import make_pair
+
+SEED = 20261125
+SMALL = dict(train_draws=20_000, select_draws=20_000)
+
+
+def test_auto_is_the_default_of_the_epsilon_delta_audit_and_of_the_search():
+    spec = mcdp.AuditSpec("laplace", 1.0, pair="axis", dim=1)
+    assert spec.plan.attack.name == "auto"
+    assert mcdp.AuditSpec("laplace", 1.0, dim=1).plan.attack.name == "majority"
+    import inspect
+
+    assert inspect.signature(mcdp.search).parameters["attack"].default == "auto"
+    assert inspect.signature(mcdp.audit_delta).parameters["attack"].default == "auto"
+
+
+def test_auto_catches_the_textbook_float_laplace_like_float_support():
+    """The README's example: x + Lap(1) in float64 from NumPy, 0 against 1. The
+    portfolio must reach at least 0.9x the bound of the specialised attack on the
+    same counted draws (the key follows the spec, not the attack)."""
+    textbook = subjects.numpy_textbook_laplace(1.0)
+    pair = np.array([[0.0], [1.0]])
+    common = dict(pair=pair, delta=0.0, seed=SEED)
+    auto = mcdp.run(
+        mcdp.AuditSpec(textbook, 1.0, attack=auto_attack(**SMALL), **common),
+        mcdp.Draws(100_000),
+    )
+    special = mcdp.run(
+        mcdp.AuditSpec(
+            textbook, 1.0, attack=float_support_attack(train_draws=20_000), **common
+        ),
+        mcdp.Draws(100_000),
+    )
+    assert special.violated and auto.violated
+    assert auto.epsilon_lower >= 0.9 * special.epsilon_lower
+    assert auto.attack in ("float-support", "learned-bits")
+    # the record keeps every applicable candidate's score, the winner's the best
+    assert set(auto.selection) <= set(AUTO_CANDIDATES)
+    assert {"float-support", "learned", "learned-mlp", "learned-bits"} <= set(
+        auto.selection
+    )
+    assert auto.selection[auto.attack] == max(auto.selection.values())
+
+
+def test_auto_takes_the_likelihood_ratio_where_the_mechanism_has_a_density():
+    r = mcdp.audit_delta(
+        "noisy-hist1", 0.1, 0.0, 5, 50_000, pair="one-above",
+        attack=auto_attack(**SMALL), seed=SEED,
+    )  # fmt: skip
+    assert "lr" in r.selection and "majority" not in r.selection
+
+
+def test_auto_adds_the_majority_vote_for_discrete_outputs():
+    tiny = auto_attack(train_draws=5_000, select_draws=5_000)
+    r = mcdp.audit_delta(
+        "svt1", 0.1, 0.0, 10, 5_000, pair="x-shuffle", attack=tiny, seed=SEED
+    )
+    assert "majority" in r.selection and "lr" not in r.selection
+
+
+def test_auto_options_are_checked():
+    with pytest.raises(ValueError, match="candidates"):
+        auto_attack(candidates=("oracle",))
+    with pytest.raises(ValueError, match="at least one candidate"):
+        auto_attack(candidates=())
+    with pytest.raises(ValueError, match="train_draws"):
+        auto_attack(train_draws=0)
+    with pytest.raises(ValueError, match="sanity check"):
+        mcdp.AuditSpec("laplace", 1.0, dim=2, attack="auto")
+    with pytest.raises(ValueError, match="none of the candidates"):
+        mcdp.audit_delta(
+            "laplace", 1.0, 0.0, 1, 1000, pair="axis",
+            attack=auto_attack(candidates=("support",)),
+        )  # fmt: skip
+
+
+def test_auto_with_one_candidate_counts_what_that_attack_counts():
+    """Restricted to the likelihood ratio, the portfolio hands the counted draws to
+    the same events: the counts are the lr attack's, draw for draw."""
+    common = dict(pair="axis", seed=SEED)
+    alone = mcdp.audit_delta("laplace", 1.0, 0.0, 1, 20_000, attack="lr", **common)
+    auto = mcdp.audit_delta(
+        "laplace", 1.0, 0.0, 1, 20_000, attack=auto_attack(candidates=("lr",)),
+        **common,
+    )  # fmt: skip
+    assert auto.counts == alone.counts and auto.attack == "lr"
+    assert list(auto.selection) == ["lr"]
+
+
+# False alarms: each run's claim holds (input-independent outputs: true loss 0; the
+# snapped Laplace on its grid is exactly 1-DP), so a run that refutes it is a false
+# alarm. Each run is at confidence 1 - ALARM / RUNS, so all of them together raise a
+# false alarm with probability at most ALARM, whatever the portfolio compared.
+ALARM = 1e-3
+
+
+def _refutations(mechanism, epsilon, pair, runs, draws):
+    confidence = 1 - ALARM / runs
+    flags = []
+    for seed in range(SEED, SEED + runs):
+        r = mcdp.audit_delta(
+            mechanism, epsilon, 0.0, pair.shape[1], draws, pair=pair,
+            attack=auto_attack(**SMALL), seed=seed, confidence=confidence,
+        )  # fmt: skip
+        flags.append(r.violated)
+    return sum(flags)
+
+
+def test_auto_never_refutes_a_mechanism_that_ignores_its_input():
+    """``random`` outputs do not depend on the input: any claim holds, even 0.05.
+    Three seeds here (the slow test runs 20)."""
+    pair = np.array([[0.0, 0.0], [1.0, 1.0]])
+    assert _refutations("random", 0.05, pair, runs=3, draws=20_000) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "mechanism, epsilon",
+    [
+        ("random", 0.05),
+        (subjects.numpy_snapped_laplace(1.0), 1.0),
+        ("truncated-geometric", None),
+    ],
+    ids=["random", "numpy-snapped-laplace", "truncated-geometric"],
+)
+def test_auto_never_refutes_correct_controls_over_20_seeds(mechanism, epsilon):
+    if mechanism == "truncated-geometric":
+        epsilon = SUITE["truncated-geometric"].epsilon
+        pair = make_pair("scalar-0-1", 1)
+    elif mechanism == "random":
+        pair = np.array([[0.0, 0.0], [1.0, 1.0]])
+    else:
+        pair = np.array([[0.0], [1.0]])
+    assert epsilon is not None and math.isfinite(epsilon)
+    assert _refutations(mechanism, epsilon, pair, runs=20, draws=100_000) == 0

@@ -1,0 +1,123 @@
+"""The NumPy samplers of the floor benchmark (``benchmarks/bench_floor.py``) draw
+what the JAX mechanisms draw.
+
+For every case of the suite with a sampler, ``N`` draws per input of the case's pair
+from the sampler and from the JAX mechanism (its ``sample``) are
+compared by two-sample Kolmogorov–Smirnov tests, one per input and output column
+and one per input on the row sums (which sees the joint law: cutoffs, cumulative
+sums); the smallest p-value must exceed ``FAIL_PROB`` over the number of tests of
+the case (Bonferroni: one false alarm in ``1 / FAIL_PROB`` cases). KS is
+conservative on discrete outputs, where it still compares the whole distribution
+function.
+"""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from mcdp.mechanisms import MECHANISMS, SUITE
+from mcdp.sampling import key as stream_key
+
+from conftest import FAIL_PROB, SEED
+
+
+def _load_bench_floor():
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_floor.py"
+    spec = importlib.util.spec_from_file_location("bench_floor", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_floor"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+bench_floor = _load_bench_floor()
+N = 20_000  # draws per input of each side
+CASES = [name for name in SUITE if name in bench_floor.SAMPLERS]
+# The JAX draws come from the mechanism's own sampler, eagerly, on mcdp's opt-in
+# splitmix64 stream: the law does not depend on the stream, and this compiles in a
+# fraction of the time of the engine's program on the default threefry4x32 stream
+# (whose program for laplace-float did not finish compiling in 8 minutes with JAX
+# 0.10.2 on CPU).
+STREAM = "splitmix64"
+
+
+def _numpy_draws(name, pair, params, n, seed):
+    sampler = bench_floor.SAMPLERS[name]
+    host = jax.tree.map(np.asarray, params)
+    tx = MECHANISMS[name].transformed(pair, host)
+    rng = np.random.default_rng(seed)
+    return np.stack([sampler.sample(rng, x, host, n) for x in tx])
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_numpy_sampler_matches_the_jax_mechanism(name):
+    pair, params = bench_floor.setup(name)
+    key = stream_key(SEED, STREAM)
+    with jax.enable_x64(True):
+        jax_out = np.stack(
+            [
+                MECHANISMS[name].sample(
+                    jax.random.fold_in(key, i),
+                    jnp.asarray(np.broadcast_to(x, (N, x.size))),
+                    params,
+                )
+                for i, x in enumerate(pair)
+            ]
+        )
+    np_out = _numpy_draws(name, pair, params, N, SEED)
+    assert np_out.dtype == np.float64
+    assert np_out.shape == jax_out.shape, (np_out.shape, jax_out.shape)
+    assert np.all(np.isfinite(np_out))
+    pvalues = {}
+    for i in range(2):
+        columns = [(f"input {i} column {j}", j) for j in range(np_out.shape[2])]
+        for label, j in columns:
+            pvalues[label] = stats.ks_2samp(np_out[i, :, j], jax_out[i, :, j]).pvalue
+        pvalues[f"input {i} row sum"] = stats.ks_2samp(
+            np_out[i].sum(axis=1), jax_out[i].sum(axis=1)
+        ).pvalue
+    label, smallest = min(pvalues.items(), key=lambda item: item[1])
+    assert smallest > FAIL_PROB / len(pvalues), (name, label, smallest)
+
+
+def test_every_case_of_the_suite_has_a_sampler_or_a_reason():
+    for name in SUITE:
+        reason = bench_floor.skip_reason(name)
+        assert (reason is None) == (name in bench_floor.SAMPLERS), (name, reason)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_floor_runs_every_sampler_in_chunks(name):
+    pair, params = bench_floor.setup(name)
+    total = bench_floor.numpy_floor(name, pair, params, 37, SEED, chunk_scalars=64)
+    assert math.isfinite(total)
+
+
+@pytest.mark.parametrize("name", ["noisy-hist1", "laplace-parallel", "snapping"])
+def test_the_floor_reduces_every_draw(name):
+    # one draw call per chunk: the chunks continue one stream, so several short
+    # chunks (the last one shorter) sum to what one call over all rows gives
+    pair, params = bench_floor.setup(name)
+    draws = 37
+    total = bench_floor.numpy_floor(name, pair, params, draws, SEED, chunk_scalars=64)
+    whole = _numpy_draws(name, pair, params, draws, SEED).sum()
+    assert total == pytest.approx(whole, rel=1e-12, abs=1e-9)
+
+
+def test_the_command_line_defaults():
+    args = bench_floor.parse_args([])
+    assert args.draws == [10**7, 10**8]
+    assert args.cases == list(SUITE)
+    assert args.json == "benchmarks/results/floor.json"
+    assert args.warmup_draws == 100_000
+    args = bench_floor.parse_args(["--draws", "1e5", "--cases", "svt1,snapping"])
+    assert args.draws == [10**5] and args.cases == ["svt1", "snapping"]
+    with pytest.raises(SystemExit):
+        bench_floor.parse_args(["--cases", "no-such-case"])
