@@ -107,9 +107,11 @@ def sum_nan_handled(rng, data, n):
 def counts_unique_keys(rng, data, n):
     """BUG: a noisy count per category found in the data: the keys leak."""
     keys = np.unique(np.round(np.nan_to_num(data[:, 0]), 0))
-    counts = {float(k): int(np.sum(np.round(data[:, 0]) == k)) for k in keys}
-    return [{k: c + int(_geometric(rng, 1 / EPSILON, 1)[0]) for k, c in counts.items()}
-            for _ in range(n)]  # fmt: skip
+    counts = [int(np.sum(np.round(data[:, 0]) == k)) for k in keys]
+    noisy = (np.asarray(counts, np.int64) + _geometric(
+        rng, 1 / EPSILON, n * len(keys)).reshape(n, len(keys))).tolist()  # fmt: skip
+    names = [float(k) for k in keys]
+    return [dict(zip(names, row, strict=True)) for row in noisy]
 
 
 def counts_fixed_keys(rng, data, n):
