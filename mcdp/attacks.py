@@ -391,9 +391,14 @@ def _prepare_float_support(
         jax.random.fold_in(context.key, 0), context.mechanism, context.pair,
         context.params, train_draws, dtype=context.dtype, engine=context.engine,
     )  # fmt: skip
-    outputs = outputs.reshape(outputs.shape[0], outputs.shape[1], -1)
-    table = float_support_table(outputs, context.dtype)
-    return FLOAT_SUPPORT_EVENTS, (table[0], table[1])
+    return FLOAT_SUPPORT_EVENTS, _float_support_aux(outputs, context.dtype)
+
+
+def _float_support_aux(outputs: np.ndarray, dtype: str) -> tuple[np.ndarray, ...]:
+    """Each input's float grid on training ``outputs`` (``(2, n, ...)``)."""
+    flat = outputs.reshape(outputs.shape[0], outputs.shape[1], -1)
+    table = float_support_table(flat, dtype)
+    return table[0], table[1]
 
 
 FLOAT_SUPPORT_EVENTS = Attack(
@@ -584,9 +589,7 @@ def _prepared_candidates(
         elif label == "majority" and _discrete(outputs):
             attack, aux = MAJORITY_VOTE, None
         elif label == "float-support":
-            flat = outputs.reshape(outputs.shape[0], outputs.shape[1], -1)
-            table = float_support_table(flat, dtype)
-            attack, aux = FLOAT_SUPPORT_EVENTS, (table[0], table[1])
+            attack, aux = FLOAT_SUPPORT_EVENTS, _float_support_aux(outputs, dtype)
         elif label in _SCORERS:
             model, features = _SCORERS[label]
             key = jax.random.fold_in(jax.random.fold_in(context.key, 2), i)

@@ -64,14 +64,13 @@ from mcdp.core.records import (
     SearchCandidate,
     provenance,
 )
-from mcdp.core.releases import ReleaseCall, probe_width
 from mcdp.dataset_pairs import propose_datasets
 from mcdp.engines.host import entropy
 from mcdp.mechanisms import SUITE, Mechanism, get_mechanism
 from mcdp.pairs import PAIRS, make_pair
 from mcdp.running import run_iter
 from mcdp.sampling import DTYPES, PRNG_IMPL, cell_key
-from mcdp.spec import DEFAULT_CLIP, AuditSpec, Draws
+from mcdp.spec import DEFAULT_CLIP, AuditSpec, Draws, with_releases
 
 SOURCES = ("named", "random", "gradient")
 BUDGET = 32  # candidates screened (named + gradient + random)
@@ -380,10 +379,7 @@ def search(
         rng = np.random.default_rng(entropy(jax.random.fold_in(root, PROPOSE_TAG)))
         candidates = propose_datasets(domain, budget, rng)
         # one width of releases for every candidate: one shape, so few compiles
-        if not isinstance(mech.host_sample, ReleaseCall):
-            fn = mech.host_sample
-            width = max(probe_width(fn, c.pair, seed) for c in candidates)
-            mech = mech._replace(host_sample=ReleaseCall(fn, width))
+        mech = with_releases(mech, [c.pair for c in candidates], seed)
         clip, params = None, None
     else:
         check_relation(mech.domain.relation)

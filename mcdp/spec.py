@@ -240,6 +240,17 @@ def _dim(spec: AuditSpec, mech: Mechanism, pair: np.ndarray | None) -> int:
     )
 
 
+def with_releases(mech: Mechanism, pairs: Sequence[Datasets], seed: int) -> Mechanism:
+    """The black box ``mech`` with its releases encoded as rows
+    (:class:`~mcdp.core.releases.ReleaseCall`), as wide as a probe of every pair
+    of datasets needs; as it is where they already are."""
+    fn = mech.host_sample
+    if isinstance(fn, ReleaseCall):
+        return mech
+    width = max(probe_width(fn, pair, seed) for pair in pairs)
+    return mech._replace(host_sample=ReleaseCall(fn, width))
+
+
 def _dataset_plan(spec: AuditSpec, mech: Mechanism, pair: Datasets) -> Plan:
     """An (epsilon, delta) audit of a black box on two datasets: its releases are
     encoded as rows (:mod:`mcdp.core.releases`), as wide as a probe of both
@@ -264,10 +275,7 @@ def _dataset_plan(spec: AuditSpec, mech: Mechanism, pair: Datasets) -> Plan:
         if getattr(spec, label) is not None:
             raise ValueError(f"{label} does not apply to a dataset audit.")
     delta = 0.0 if spec.delta is None else spec.delta
-    fn = mech.host_sample
-    if not isinstance(fn, ReleaseCall):
-        width = probe_width(fn, pair, spec.seed)
-        mech = mech._replace(host_sample=ReleaseCall(fn, width))
+    mech = with_releases(mech, [pair], spec.seed)
     attack = get_attack(spec.attack or "auto")
     given = {_profile_epsilon(e) for e in spec.profile_epsilons}
     epsilons = tuple(sorted(given | {spec.epsilon}))

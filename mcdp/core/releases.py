@@ -104,14 +104,51 @@ def _array(a: np.ndarray, sig: list[str], values: list[float]) -> None:
     values.extend(flat.tolist())
 
 
-def structure(release: Any) -> tuple[int, list[float]]:
-    """A release's structure (the 24-bit hash of its shape, types, keys and
-    non-finite values) and its finite numbers in order."""
+def _signature(release: Any) -> tuple[list[str], list[float]]:
     sig: list[str] = []
     values: list[float] = []
     _flatten(release, sig, values)
+    return sig, values
+
+
+def _hash(sig: list[str]) -> int:
     digest = hashlib.blake2b("|".join(sig).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & ((1 << STRUCTURE_BITS) - 1), values
+    return int.from_bytes(digest, "little") & ((1 << STRUCTURE_BITS) - 1)
+
+
+def structure(release: Any) -> tuple[int, list[float]]:
+    """A release's structure (the 24-bit hash of its shape, types, keys and
+    non-finite values) and its finite numbers in order."""
+    sig, values = _signature(release)
+    return _hash(sig), values
+
+
+def _numeric_rows(releases: Any, n: int) -> bool:
+    """Whether ``releases`` is a numeric array of ``n`` rows (the fast path)."""
+    return (
+        isinstance(releases, np.ndarray)
+        and releases.dtype != object
+        and np.issubdtype(releases.dtype, np.number)
+        and releases.ndim >= 1
+        and releases.shape[0] == n
+    )
+
+
+def release_list(releases: Any, n: int) -> list:
+    """``fn``'s ``n`` releases as a list, checked: an array whose first axis is
+    ``n``, or a sequence of ``n``."""
+    if _numeric_rows(releases, n):
+        return list(releases)
+    if isinstance(releases, str | bytes | Mapping) or not isinstance(
+        releases, Sequence | np.ndarray
+    ):
+        raise ValueError(
+            f"Expected fn to return its {n} releases as an array whose first axis "
+            f"is {n} or as a sequence of {n}, got {type(releases).__name__}."
+        )
+    if len(releases) != n:
+        raise ValueError(f"Expected fn to return {n} releases, got {len(releases)}.")
+    return list(releases)
 
 
 def encode(releases: Any, n: int, width: int) -> np.ndarray:
@@ -119,13 +156,7 @@ def encode(releases: Any, n: int, width: int) -> np.ndarray:
     docstring): an array whose first axis is ``n``, or a sequence of ``n``
     releases of any structure."""
     out = np.zeros((n, 1 + width))
-    if (
-        isinstance(releases, np.ndarray)
-        and releases.dtype != object
-        and np.issubdtype(releases.dtype, np.number)
-        and releases.ndim >= 1
-        and releases.shape[0] == n
-    ):
+    if _numeric_rows(releases, n):
         rows = np.asarray(releases, dtype=np.float64).reshape(n, -1)
         good = np.all(np.isfinite(rows), axis=1)
         if good.any():  # one structure for every finite row: hashed once
@@ -137,16 +168,7 @@ def encode(releases: Any, n: int, width: int) -> np.ndarray:
         for i in np.flatnonzero(~good):
             _row(out[i], releases[i], width)
         return out
-    if isinstance(releases, str | bytes | Mapping) or not isinstance(
-        releases, Sequence | np.ndarray
-    ):
-        raise ValueError(
-            f"Expected fn to return its {n} releases as an array whose first axis "
-            f"is {n} or as a sequence of {n}, got {type(releases).__name__}."
-        )
-    if len(releases) != n:
-        raise ValueError(f"Expected fn to return {n} releases, got {len(releases)}.")
-    for i, release in enumerate(releases):
+    for i, release in enumerate(release_list(releases, n)):
         _row(out[i], release, width)
     return out
 
@@ -160,20 +182,8 @@ def _row(row: np.ndarray, release: Any, width: int) -> None:
 
 def leaf_count(releases: Any, n: int) -> int:
     """The most numbers any of ``n`` releases holds (what fixes the width)."""
-    rows = encode_raw(releases, n)
-    return max((len(values) for _, values in rows), default=0)
-
-
-def encode_raw(releases: Any, n: int) -> list[tuple[int, list[float]]]:
-    """Each release's :func:`structure` (for probes and summaries)."""
-    if (
-        isinstance(releases, np.ndarray)
-        and releases.dtype != object
-        and (releases.ndim >= 1 and releases.shape[0] == n)
-    ):
-        return [structure(r) for r in releases]
-    encode(releases, n, 0)  # the same checks as the audit's
-    return [structure(r) for r in releases]
+    counts = (len(_signature(r)[1]) for r in release_list(releases, n))
+    return max(counts, default=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,13 +259,12 @@ def summary(
             releases = [Raised(type(err).__name__)] * draws
         sig_raised = sig_nonfinite = 0
         seen = set()
-        encode(releases, draws, 0)  # the audit's checks
-        for release in list(releases):
-            sid, _ = structure(release)
-            seen.add(sid)
+        for release in release_list(releases, draws):
+            sig, _ = _signature(release)
+            seen.add(_hash(sig))
             if isinstance(release, Raised):
                 sig_raised += 1
-            elif _has_nonfinite(release):
+            elif any(_nonfinite(s) for s in sig):
                 sig_nonfinite += 1
         raised.append(sig_raised / draws)
         nonfinite.append(sig_nonfinite / draws)
@@ -268,7 +277,6 @@ def summary(
     }
 
 
-def _has_nonfinite(release: Any) -> bool:
-    sig: list[str] = []
-    _flatten(release, sig, [])
-    return any(s in ("nan", "+inf", "-inf") or s.startswith("nonfinite") for s in sig)
+def _nonfinite(part: str) -> bool:
+    """Whether a part of a signature marks a non-finite number."""
+    return part in ("nan", "+inf", "-inf") or part.startswith("nonfinite")
