@@ -289,15 +289,29 @@ def _prepare_learned(
         epsilon=context.epsilon, delta=context.delta,
     )  # fmt: skip
     thresholds = selection.thresholds
-    guesses = _LEARNED_GUESSES_BITS if bits else _LEARNED_GUESSES
     model = f"{settings.model} (bits)" if bits else settings.model
-    attack = Attack(
-        "learned",
-        len(thresholds) + 1,
-        guesses[settings.model],
-        events=tuple(f"{model} score >= {t:.6g}" for t in thresholds),
-    )
+    attack = _scored("learned", settings.model, bits, thresholds, model)
     return attack, (scorer, thresholds)
+
+
+def _scored(
+    name: str,
+    model: str,
+    bits: bool,
+    thresholds: np.ndarray,
+    label: str,
+    selection: tuple[tuple[str, float], ...] = (),
+) -> Attack:
+    """The attack that counts how many of the sorted ``thresholds`` a scorer's
+    score reaches; its events named ``"{label} score >= t"``."""
+    guesses = _LEARNED_GUESSES_BITS if bits else _LEARNED_GUESSES
+    return Attack(
+        name,
+        len(thresholds) + 1,
+        guesses[model],
+        events=tuple(f"{label} score >= {t:.6g}" for t in thresholds),
+        selection=selection,
+    )
 
 
 def learned_attack(
@@ -667,14 +681,7 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
         return winner.attack._replace(selection=table), winner.aux
     thresholds = selections[best].thresholds
     bits = winner.features == "bits"
-    guess = (_LEARNED_GUESSES_BITS if bits else _LEARNED_GUESSES)[winner.model]
-    attack = Attack(
-        winner.label,
-        len(thresholds) + 1,
-        guess,
-        events=tuple(f"{winner.label} score >= {t:.6g}" for t in thresholds),
-        selection=table,
-    )
+    attack = _scored(winner.label, winner.model, bits, thresholds, winner.label, table)
     return attack, (winner.aux, thresholds)
 
 
