@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DRAWS  ?= 1e7
 
-.PHONY: install install-gpu test test-slow test-all lint figures grid bench clean
+.PHONY: install install-gpu install-libs test test-slow test-all test-libs lint figures grid bench libraries clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ install: $(STAMP)
 install-gpu: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test,cuda]'
 
+# the audited DP libraries, pinned (the extra audit-libs), into the same .venv
+install-libs: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,audit-libs]'
+
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
@@ -28,6 +32,10 @@ test-slow: $(STAMP)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -m '' tests README.md
+
+# the audits of DP libraries (slow ones included), with the libraries installed
+test-libs: install-libs
+	$(BIN)/python -m pytest -m audit_libs tests
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check mcdp tests benchmarks
@@ -45,6 +53,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_prng.py --json benchmarks/results/prng.json
 	$(BIN)/python benchmarks/bench_cluster.py --json benchmarks/results/cluster.json
 	$(BIN)/python benchmarks/profile_sampler.py --dim 8
+
+# the README's table of library functions called on datasets
+libraries: install-libs
+	$(BIN)/python benchmarks/bench_libraries.py --json benchmarks/results/libraries.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -56,17 +56,24 @@ def run(draws: list[int], path: Path, names: list[str]) -> None:
             )
 
 
+CEILINGS = Path(__file__).resolve().parent / "results" / "ceilings.json"
+
+
 def _fmt(value: float | None) -> str:
-    if value is None:
+    if value is None or math.isnan(value):
         return "–"
     return "∞" if math.isinf(value) else f"{value:.3g}"
 
 
-def table(path: Path) -> str:
+def table(path: Path, ceilings: Path = CEILINGS) -> str:
+    """The README's table; beside each N, the ceiling there (the best bound any
+    event gives at N draws, ``benchmarks/ceilings.py``), where computed."""
     results = json.loads(path.read_text())
+    tops = json.loads(ceilings.read_text())["cases"] if ceilings.exists() else {}
     draws = sorted({int(k.rsplit("/", 1)[1]) for k in results})
     head = ["mechanism", "claim", "pair", "true ε of the pair"]
-    head += [f"mcdp, {n:.0e} draws" for n in draws]
+    for n in draws:
+        head += [f"mcdp, {n:.0e} draws", f"ceiling, {n:.0e}"]
     head += ["prep share at the most draws", "time at the most draws"]
     head += ["DP-Sniper (reg / NN)", "StatDP-Fixed (runs 1 / 2)"]
     head += ["worst named pair (true ε)"]
@@ -79,11 +86,14 @@ def table(path: Path) -> str:
         last = done[-1]
         row = [f"`{name}`", f"{last['epsilon']:.3g}", f"`{last['pair']}`"]
         row.append(_fmt(last["epsilon_exact"]))
-        row += [_fmt(None if c is None else c["epsilon_lower"]) for c in cells]
+        for n, c in zip(draws, cells, strict=True):
+            top = tops.get(name, {}).get("draws", {}).get(str(n))
+            row.append(_fmt(None if c is None else c["epsilon_lower"]))
+            row.append(_fmt(None if top is None else top["value"]))
         row.append(f"{last['attack_seconds'] / last['seconds']:.0%}")
         row.append(f"{last['seconds']:.0f} s")
-        row.append(" / ".join(f"{v:.3g}" for v in DP_SNIPER.get(name, ())) or "–")
-        row.append(" / ".join(f"{v:.3g}" for v in STATDP.get(name, ())) or "–")
+        row.append(" / ".join(_fmt(v) for v in DP_SNIPER.get(name, ())) or "–")
+        row.append(" / ".join(_fmt(v) for v in STATDP.get(name, ())) or "–")
         worst, loss = worst_pair(name)
         row.append(f"`{worst}` ({_fmt(loss)})")
         lines.append("| " + " | ".join(row) + " |")

@@ -26,6 +26,7 @@ whose library is missing raises :class:`ImportError` saying so.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 
@@ -241,3 +242,235 @@ SUBJECTS: dict[str, tuple[Callable[..., Mechanism], bool]] = {
     "opendp-laplace": (opendp_laplace, False),
     "opendp-gaussian": (opendp_gaussian, True),
 }
+
+
+# --- library functions called on datasets ---------------------------------------------
+#
+# Each is called through its public API as its documentation shows it, once per
+# release, on the first column of the dataset (records of one number), at the
+# claim EPSILON with the bounds (0, 1) where the call takes bounds. Calls that raise
+# release the exception's type (:class:`~mcdp.core.releases.PerCall`); the
+# library's warnings are silenced, as they are not releases.
+
+EPSILON = 1.0  # the claim of every dataset subject
+BINS = 4  # the histograms' bins over [0, 1]
+
+
+def _diffprivlib_tool(tool: str) -> Callable[[list[float]], object]:
+    import diffprivlib.tools as tools
+    from diffprivlib.accountant import BudgetAccountant
+
+    call = getattr(tools, tool)
+    if tool == "count_nonzero":
+        options: dict = {}
+    elif tool == "histogram":
+        options = {"bins": BINS, "range": (0.0, 1.0)}
+    else:
+        options = {"bounds": (0.0, 1.0)}
+
+    def release(column: list[float]):
+        # a fresh accountant a call: the default one keeps every spend, and its
+        # check sums them all, which makes a long audit quadratic
+        accountant = BudgetAccountant()
+        return call(np.array(column), epsilon=EPSILON, accountant=accountant, **options)
+
+    return release
+
+
+def _opendp_pipeline(query: str) -> Callable[[list[float]], object]:
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    space = (
+        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+        dp.symmetric_distance(),
+    )
+    if query == "sum":
+        pipeline = space >> dp.t.then_clamp((0.0, 1.0)) >> dp.t.then_sum()
+    else:
+        pipeline = space >> dp.t.then_count()
+    # the scale that OpenDP's own map says spends EPSILON, as its docs calibrate
+    scale = dp.binary_search_param(
+        lambda s: pipeline >> dp.m.then_laplace(scale=s), d_in=1, d_out=EPSILON
+    )
+    return pipeline >> dp.m.then_laplace(scale=scale)
+
+
+def _python_dp(aggregate: str) -> Callable[[list[float]], object]:
+    from pydp.algorithms import laplacian
+
+    def release(column: list[float]):
+        if aggregate == "Count":
+            algorithm = laplacian.Count(epsilon=EPSILON, dtype="float")
+        else:
+            algorithm = getattr(laplacian, aggregate)(
+                epsilon=EPSILON, lower_bound=0.0, upper_bound=1.0, dtype="float"
+            )
+        return algorithm.quick_result(column)
+
+    return release
+
+
+def _pipeline_dp_sum() -> Callable[[list[float]], object]:
+    import pipeline_dp
+
+    params = pipeline_dp.AggregateParams(
+        noise_kind=pipeline_dp.NoiseKind.LAPLACE,
+        metrics=[pipeline_dp.Metrics.SUM],
+        max_partitions_contributed=1,
+        max_contributions_per_partition=1,
+        min_value=0.0,
+        max_value=1.0,
+    )
+    extractors = pipeline_dp.DataExtractors(
+        privacy_id_extractor=lambda row: row[0],
+        partition_extractor=lambda row: 0,
+        value_extractor=lambda row: row[1],
+    )
+
+    def release(column: list[float]):
+        accountant = pipeline_dp.NaiveBudgetAccountant(
+            total_epsilon=EPSILON, total_delta=0.0
+        )
+        engine = pipeline_dp.DPEngine(accountant, pipeline_dp.LocalBackend())
+        rows = list(enumerate(column))  # one record per privacy unit
+        result = engine.aggregate(rows, params, extractors, public_partitions=[0])
+        accountant.compute_budgets()
+        return [tuple(metrics) for _, metrics in result]
+
+    return release
+
+
+# name -> (distribution, its one-release function's builder, argument)
+_CALLS: dict[str, tuple[str, Callable[[str], Callable[[list[float]], object]], str]]
+_CALLS = {
+    **{
+        f"diffprivlib.tools.{tool}": ("diffprivlib", _diffprivlib_tool, tool)
+        for tool in ("mean", "var", "sum", "count_nonzero", "histogram")
+    },
+    "opendp clamp>sum>laplace": ("opendp", _opendp_pipeline, "sum"),
+    "opendp count>laplace": ("opendp", _opendp_pipeline, "count"),
+    **{
+        f"pydp.{a}": (
+            "python-dp",
+            _python_dp,
+            a,
+        )
+        for a in ("BoundedMean", "BoundedSum", "Count")
+    },
+    "pipeline_dp.DPEngine SUM": ("pipeline-dp", lambda _: _pipeline_dp_sum(), ""),
+}
+
+
+@functools.cache
+def _release(call: str) -> Callable[[list[float]], object]:
+    """The one-release function of a call, built once a process (OpenDP's
+    calibration alone takes seconds)."""
+    _, builder, argument = _CALLS[call]
+    return builder(argument)
+
+
+@dataclasses.dataclass(frozen=True)
+class LibraryCall:
+    """``fn(rng, data, n)``: ``n`` calls of a library function (a key of
+    ``_CALLS``) on the dataset's first column, as a list of Python floats; ``rng``
+    is not used: these libraries draw from their own or the system's randomness."""
+
+    call: str
+
+    def __call__(self, rng: np.random.Generator, data: np.ndarray, n: int) -> list:
+        import warnings
+
+        from mcdp.core.releases import PerCall
+
+        release = _release(self.call)
+        column = [float(v) for v in data[:, 0]]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return PerCall(lambda _rng, _data: release(column))(rng, data, n)
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetSubject:
+    """A library call audited on datasets: its claim's relation and the records
+    its documentation admits (``records``: ``"any"`` float64, ``"no-nan"``, or
+    ``"bounded"`` to [0, 1])."""
+
+    name: str
+    call: str
+    relation: str
+    records: str = "any"
+    note: str = ""
+
+    @property
+    def distribution(self) -> str:
+        """The library's distribution name (``pip install``)."""
+        return _CALLS[self.call][0]
+
+    @property
+    def module(self) -> str:
+        """The library's module name (``import``)."""
+        return {"python-dp": "pydp"}.get(self.distribution, self.distribution).replace(
+            "-", "_"
+        )
+
+    def domain(self, max_size: int = 100):
+        from mcdp.core.datasets import DatasetDomain
+
+        if self.records == "bounded":
+            return DatasetDomain.of(self.relation, 1, 0.0, 1.0, False, max_size)
+        if self.records == "no-nan":  # every float but NaN, in no bounds
+            return DatasetDomain.of(
+                self.relation, 1, -math.inf, math.inf, False, max_size
+            )
+        return DatasetDomain.of(self.relation, 1, 0.0, 1.0, True, max_size)
+
+    def mechanism(self, max_size: int = 100) -> Mechanism:
+        """The black box, its library's version named; ImportError without it."""
+        _require(self.module)
+        return Mechanism.from_callable(
+            self.name,
+            LibraryCall(self.call),
+            claim=f"{EPSILON:g}-DP under {self.relation}",
+            reproducible=False,
+            library=self.distribution,
+            domain=self.domain(max_size),
+        )
+
+
+DATASET_SUBJECTS: dict[str, DatasetSubject] = {
+    s.name: s
+    for s in (
+        DatasetSubject("diffprivlib-mean", "diffprivlib.tools.mean", "replace-one"),
+        DatasetSubject(
+            "diffprivlib-mean-add-remove", "diffprivlib.tools.mean", "add-remove",
+            "bounded",
+        ),
+        DatasetSubject("diffprivlib-var", "diffprivlib.tools.var", "replace-one"),
+        DatasetSubject("diffprivlib-sum", "diffprivlib.tools.sum", "replace-one"),
+        DatasetSubject(
+            "diffprivlib-sum-add-remove", "diffprivlib.tools.sum", "add-remove",
+            "bounded",
+        ),
+        DatasetSubject(
+            "diffprivlib-count-nonzero", "diffprivlib.tools.count_nonzero",
+            "replace-one",
+        ),
+        DatasetSubject(
+            "diffprivlib-histogram", "diffprivlib.tools.histogram", "replace-one",
+            "bounded",
+        ),
+        DatasetSubject(
+            "diffprivlib-histogram-add-remove", "diffprivlib.tools.histogram",
+            "add-remove",
+        ),
+        DatasetSubject(
+            "opendp-sum", "opendp clamp>sum>laplace", "add-remove", "no-nan"
+        ),
+        DatasetSubject("opendp-count", "opendp count>laplace", "add-remove"),
+        DatasetSubject("pydp-mean", "pydp.BoundedMean", "add-remove"),
+        DatasetSubject("pydp-sum", "pydp.BoundedSum", "add-remove"),
+        DatasetSubject("pydp-count", "pydp.Count", "add-remove"),
+        DatasetSubject("pipeline-dp-sum", "pipeline_dp.DPEngine SUM", "add-remove"),
+    )
+}  # fmt: skip

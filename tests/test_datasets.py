@@ -66,6 +66,12 @@ def test_releases_of_any_structure_encode_keys_lengths_and_nonfinite_values():
     fast = encode(np.array([[1.0, 2.0], [NAN, 1.0]]), 2, 2)
     slow = encode([np.array([1.0, 2.0]), np.array([NAN, 1.0])], 2, 2)
     assert np.array_equal(fast, slow)
+    # plain numbers, one per call, take a vectorised path: the rows that the
+    # general one (forced by a None among them) gives
+    numbers = [0.5, 1, np.float64(2.5), NAN, math.inf, -math.inf, np.int64(3)]
+    general = encode([*numbers, None], len(numbers) + 1, 1)[:-1]
+    assert np.array_equal(encode(numbers, len(numbers), 1), general)
+    assert len(set(general[:, 0])) == 4  # a number, NaN, +inf, -inf
     with pytest.raises(ValueError, match="cannot be compared"):
         encode([object()], 1, 1)
     with pytest.raises(ValueError, match="3 releases"):

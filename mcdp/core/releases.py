@@ -168,9 +168,33 @@ def encode(releases: Any, n: int, width: int) -> np.ndarray:
         for i in np.flatnonzero(~good):
             _row(out[i], releases[i], width)
         return out
-    for i, release in enumerate(release_list(releases, n)):
+    items = release_list(releases, n)
+    if width >= 1 and all(type(r) in _SCALARS for r in items):
+        _scalar_rows(out, np.asarray(items, dtype=np.float64))
+        return out
+    for i, release in enumerate(items):
         _row(out[i], release, width)
     return out
+
+
+# plain numbers (not bool, which is a structure of its own): the common release of
+# a function of one release per call, encoded at once (the rows of _row exactly)
+_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+_SCALAR_IDS = {kind: _hash([kind]) for kind in ("n", "nan", "+inf", "-inf")}
+
+
+def _scalar_rows(out: np.ndarray, values: np.ndarray) -> None:
+    finite = np.isfinite(values)
+    out[:, 0] = np.where(
+        finite,
+        _SCALAR_IDS["n"],
+        np.where(
+            np.isnan(values),
+            _SCALAR_IDS["nan"],
+            np.where(values > 0, _SCALAR_IDS["+inf"], _SCALAR_IDS["-inf"]),
+        ),
+    )
+    out[:, 1] = np.where(finite, values, 0.0)
 
 
 def _row(row: np.ndarray, release: Any, width: int) -> None:

@@ -143,9 +143,20 @@ class ClusterEngine(HostEngine):
         return Workers(executor, False, ahead, lambda early: None)
 
     def close(self) -> None:
-        """Closes the client and the local cluster that this engine made."""
-        for thing in self._own:
-            thing.close()
+        """Closes the client and the local cluster that this engine made. Their
+        loggers are quiet meanwhile: closing with tasks still under way (after
+        Ctrl-C) makes Dask and Tornado log the cancelled tasks' tracebacks, which
+        say nothing the interrupt's own line does not."""
+        loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
+        levels = [logger.level for logger in loggers]
+        try:
+            for logger in loggers:
+                logger.setLevel(logging.CRITICAL)
+            for thing in self._own:
+                thing.close()
+        finally:
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)
         self._own = []
 
     def __enter__(self) -> ClusterEngine:
