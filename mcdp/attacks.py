@@ -30,9 +30,10 @@ Registered attacks (``ATTACKS``, :func:`get_attack`):
 * ``structure``: a release structure (dict keys, lengths, NaN, an exception)
   that one input produced on a training sample and the other did not, for dataset
   audits (:mod:`mcdp.core.releases`);
-* ``auto``: the portfolio of all of these that apply, the best on fresh draws
-  counted alone (:func:`auto_attack`); the default of every (epsilon, delta)
-  audit and of the input search.
+* ``auto``: the portfolio of all of these that apply, and of the histogram of
+  discrete outputs (the plug-in likelihood ratio, :func:`histogram_table`), the
+  best on fresh draws counted alone (:func:`auto_attack`); the default of every
+  (epsilon, delta) audit and of the input search.
 """
 
 from __future__ import annotations
@@ -529,6 +530,98 @@ STRUCTURE = Attack(
 )
 
 
+# --- the histogram of discrete outputs ----------------------------------------------
+
+# Outputs whose training sample takes at most this many distinct values (rows) get
+# the plug-in likelihood ratio: each value's log ratio of its training frequencies.
+HISTOGRAM_VALUES = 4096
+_KEY_LIMIT = 2**31 - 1  # the keys are int32 on every backend
+
+
+class HistogramTable(NamedTuple):
+    """The training sample's distinct values of each output coordinate
+    (``values[j, :lengths[j]]``, sorted, padded with +inf), and the keys of its
+    distinct outputs (sorted) with each one's log ratio ``scores``."""
+
+    values: np.ndarray  # (d, V) float
+    lengths: np.ndarray  # (d,) int32
+    strides: np.ndarray  # (d,) int32: key = sum_j index_j * strides[j]
+    keys: np.ndarray  # (K,) int32, sorted
+    scores: np.ndarray  # (K,) float: ln P[y | x] - ln P[y | x'], add-1/2 smoothed
+
+
+def _coordinate_indices(xp, flat, values, lengths):
+    """Per coordinate, the index of the output's value among the training values,
+    ``lengths[j]`` for one never seen: comparisons only, exact on every backend."""
+    found = []
+    for j in range(flat.shape[1]):
+        column = flat[:, j]
+        at = xp.searchsorted(values[j], column, side="left")
+        at = xp.minimum(at, values.shape[1] - 1)
+        seen = values[j][at] == column
+        found.append(xp.where(seen & (at < lengths[j]), at, lengths[j]))
+    return found
+
+
+def _histogram_keys(xp, y, values, lengths, strides):
+    flat = y.reshape(y.shape[0], -1)
+    indices = _coordinate_indices(xp, flat, values, lengths)
+    key = xp.zeros(flat.shape[0], dtype=xp.int32)
+    for j, index in enumerate(indices):
+        key = key + index.astype(xp.int32) * strides[j]
+    return key
+
+
+def histogram_table(outputs: np.ndarray) -> HistogramTable | None:
+    """The plug-in likelihood ratio of discrete ``outputs`` (``(2, n, ...)``, the
+    training sample of both inputs), or None where they take more than
+    :data:`HISTOGRAM_VALUES` values in a coordinate or as rows."""
+    n = outputs.shape[1]
+    flat = outputs.reshape(2 * n, -1)
+    if flat.shape[1] == 0:
+        return None
+    probe = flat[:DISCRETE_PROBE]
+    if any(np.unique(c).size > HISTOGRAM_VALUES for c in probe.T):
+        return None  # continuous: settled on a probe, cheaply
+    columns = []
+    for c in flat.T:
+        distinct = np.unique(c[~np.isnan(c)])
+        if distinct.size > HISTOGRAM_VALUES:
+            return None
+        columns.append(distinct)
+    lengths = np.array([c.size for c in columns], dtype=np.int64)
+    radices = np.cumprod(np.concatenate([[1], lengths + 1]))
+    if radices[-1] > _KEY_LIMIT:
+        return None
+    width = max(1, int(lengths.max()))
+    values = np.full((len(columns), width), np.inf)
+    for j, c in enumerate(columns):
+        values[j, : c.size] = c
+    lengths32, strides = lengths.astype(np.int32), radices[:-1].astype(np.int32)
+    keys = _histogram_keys(np, flat, values, lengths32, strides)
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    if distinct.size > HISTOGRAM_VALUES:
+        return None
+    first = np.bincount(inverse[:n], minlength=distinct.size)
+    second = np.bincount(inverse[n:], minlength=distinct.size)
+    scores = np.log((first + 0.5) / (n + 0.5)) - np.log((second + 0.5) / (n + 0.5))
+    return HistogramTable(values, lengths32, strides, distinct.astype(np.int32), scores)
+
+
+def histogram_score(y: Array, table: HistogramTable) -> Array:
+    """Each output's log ratio in ``table``; 0 (no evidence) for one not seen."""
+    key = _histogram_keys(jnp, y, table.values, table.lengths, table.strides)
+    at = jnp.minimum(jnp.searchsorted(table.keys, key), table.keys.shape[0] - 1)
+    hit = table.keys[at] == key
+    return jnp.where(hit, table.scores[at], 0.0).astype(jnp.result_type(float))
+
+
+def _histogram_guess(y: Array, aux: Any) -> Array:
+    table, thresholds = aux
+    score = histogram_score(y, table)
+    return jnp.searchsorted(thresholds, score, side="right").astype(jnp.int32)
+
+
 # --- the portfolio ----------------------------------------------------------------
 
 # Outputs that take at most this many values on the training sample (the first rows
@@ -545,6 +638,7 @@ _SCORERS = {
 # Every candidate, in the order that breaks ties (the cheaper, fixed events first).
 AUTO_CANDIDATES = (
     "lr", "structure", "majority", "support", "float-support", *_SCORERS,
+    "histogram",
 )  # fmt: skip
 
 
@@ -604,6 +698,11 @@ def _prepared_candidates(
             attack, aux = MAJORITY_VOTE, None
         elif label == "float-support":
             attack, aux = FLOAT_SUPPORT_EVENTS, _float_support_aux(outputs, dtype)
+        elif label == "histogram":
+            table = histogram_table(outputs)
+            if table is not None:
+                out.append(_Candidate(label, histogram_score, table, None, label))
+            continue
         elif label in _SCORERS:
             model, features = _SCORERS[label]
             key = jax.random.fold_in(jax.random.fold_in(context.key, 2), i)
@@ -650,7 +749,7 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
         engine=engine,
     )  # fmt: skip
     draws, confidence = max(context.draws, 1), context.confidence
-    scores, selections = [], []
+    scores, selections, counts = [], [], []
     for j, candidate in enumerate(candidates):
         first, second = values[0, :, j], values[1, :, j]
         if candidate.attack is None:
@@ -660,26 +759,52 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
                 delta=context.delta,
             )  # fmt: skip
             predicted = selection.predicted
+            at_least = [
+                (v[:, None] >= selection.thresholds[None, :]).sum(axis=0)
+                for v in (first, second)
+            ]
+            counts.append((*at_least, settings.max_events))
         else:
             selection = None
             k = candidate.attack.num_outcomes
             at_least = [
-                np.bincount(v.astype(np.int64), minlength=k)[::-1].cumsum()[::-1]
+                np.bincount(v.astype(np.int64), minlength=k)[::-1].cumsum()[::-1][1:]
                 for v in (first, second)
             ]
             predicted = learning.predicted_bounds_of_counts(
-                at_least[0][1:], len(first), at_least[1][1:], len(second),
+                at_least[0], len(first), at_least[1], len(second),
                 draws=draws, confidence=confidence, num_events=k - 1,
                 epsilon=context.epsilon, delta=context.delta,
             )  # fmt: skip
+            counts.append((*at_least, k - 1))
         scores.append(float(np.max(predicted, initial=-np.inf)))
         selections.append(selection)
+    if max(scores) <= 0:
+        # Nothing promises a positive bound at the selection rates' pessimistic
+        # ends (a small selection sample): compare the bounds at the rates
+        # themselves instead, rather than let the order of the candidates decide.
+        n_first, n_second = values.shape[1], values.shape[1]
+        scores = [
+            float(np.max(learning.predicted_bounds_of_counts(
+                k_first, n_first, k_second, n_second, draws=draws,
+                confidence=confidence, num_events=max(events, 1),
+                epsilon=context.epsilon, delta=context.delta, estimate=True,
+            ), initial=-np.inf))
+            for k_first, k_second, events in counts
+        ]  # fmt: skip
     best = int(np.argmax(scores))  # the first of equals: the order breaks ties
     table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
     winner = candidates[best]
     if winner.attack is not None:
         return winner.attack._replace(selection=table), winner.aux
     thresholds = selections[best].thresholds
+    if winner.label == "histogram":
+        events = tuple(f"histogram log ratio >= {t:.6g}" for t in thresholds)
+        attack = Attack(
+            "histogram", len(thresholds) + 1, _histogram_guess, events=events,
+            selection=table,
+        )  # fmt: skip
+        return attack, (winner.aux, thresholds)
     bits = winner.features == "bits"
     attack = _scored(winner.label, winner.model, bits, thresholds, winner.label, table)
     return attack, (winner.aux, thresholds)
@@ -696,18 +821,22 @@ def auto_attack(
     attack is prepared, the best on fresh draws is counted.
 
     On a training sample of ``train_draws`` per input, it prepares the likelihood
-    ratio (a mechanism with a density), the structure of releases (a dataset
-    audit), the support test (bounded noise), the majority vote (discrete
-    outputs), the float-support test, and three scorers:
-    logistic regression and an MLP on the outputs' moments, logistic regression
-    on their float bit patterns. On a selection sample of ``select_draws`` per
-    input, it scores each by the best lower bound its events promise on the
-    counted sample (the learned ones after choosing their ``max_events``
-    thresholds there), and hands the counted sample to the best alone, so the
-    correction counts its events only and the bound is valid whatever was
-    compared. The sample sizes default to the learned attack's
+    ratio (a mechanism with a density), the structure of releases (a dataset audit),
+    the support test (bounded noise), the majority vote (discrete outputs), the
+    float-support test, three scorers (logistic regression and an MLP on the
+    outputs' moments, logistic regression on their float bit patterns) and, for
+    outputs of at most :data:`HISTOGRAM_VALUES` distinct values, the histogram: each
+    value's log ratio of training frequencies (the plug-in likelihood ratio),
+    thresholds chosen as for the scorers. On a selection sample of ``select_draws``
+    per input, it scores each by the best lower bound its events promise on the
+    counted sample (the scorers and the histogram after choosing their
+    ``max_events`` thresholds there), and hands the counted sample to the best
+    alone, so the correction counts its events only and the bound is valid whatever
+    was compared. The sample sizes default to the learned attack's
     (:func:`learned_sizes`). The result's ``attack`` names the winner;
-    ``Attack.selection`` (the records' ``selection``) keeps every score.
+    ``Attack.selection`` (the records' ``selection``) keeps every score. Where no
+    candidate promises a positive bound at the selection rates' pessimistic ends
+    (a small selection sample), the scores are the bounds at the rates themselves.
 
     Args:
       candidates: the labels to consider, from :data:`AUTO_CANDIDATES`; one not

@@ -448,9 +448,12 @@ def predicted_bounds_of_counts(
     num_events: int,
     epsilon: float,
     delta: float,
+    estimate: bool = False,
 ) -> np.ndarray:
     """:func:`predicted_bounds` from the counts of the events ``{s >= t}`` among
-    ``n_first`` and ``n_second`` outputs of each input (arrays over the events)."""
+    ``n_first`` and ``n_second`` outputs of each input (arrays over the events);
+    ``estimate=True`` takes the rates themselves rather than their pessimistic
+    ends."""
     k_first, k_second = np.asarray(k_first), np.asarray(k_second)
     per_interval = 1 - (1 - confidence) / (2 * num_events)
     best = np.full(k_first.shape, -np.inf)
@@ -460,8 +463,11 @@ def predicted_bounds_of_counts(
     )
     for a, b in events:
         for high, low in ((a, b), (b, a)):  # the event speaks for `high`'s input
-            p_high, _ = clopper_pearson_arrays(*high, SELECTION_CONFIDENCE)
-            _, p_low = clopper_pearson_arrays(*low, SELECTION_CONFIDENCE)
+            if estimate:
+                p_high, p_low = high[0] / high[1], low[0] / low[1]
+            else:
+                p_high, _ = clopper_pearson_arrays(*high, SELECTION_CONFIDENCE)
+                _, p_low = clopper_pearson_arrays(*low, SELECTION_CONFIDENCE)
             lower, _ = clopper_pearson_arrays(p_high * draws, draws, per_interval)
             _, upper = clopper_pearson_arrays(p_low * draws, draws, per_interval)
             with np.errstate(divide="ignore"):

@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import math
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import mcdp
-from mcdp import subjects
-from mcdp.attacks import AUTO_CANDIDATES, auto_attack, float_support_attack
+from mcdp import attacks, subjects
+from mcdp.attacks import (
+    AUTO_CANDIDATES,
+    auto_attack,
+    float_support_attack,
+    histogram_score,
+    histogram_table,
+)  # fmt: skip
 from mcdp.mechanisms import SUITE
 from mcdp.pairs import make_pair
+
+from conftest import Z
 
 SEED = 20261125
 SMALL = dict(train_draws=20_000, select_draws=20_000)
@@ -75,6 +84,12 @@ def test_auto_adds_the_majority_vote_for_discrete_outputs():
         "svt1", 0.1, 0.0, 10, 5_000, pair="x-shuffle", attack=tiny, seed=SEED
     )
     assert "majority" in r.selection and "lr" not in r.selection
+    assert "histogram" in r.selection  # at most 4,096 distinct outputs
+    # 5,000 selection draws promise no positive bound at their pessimistic ends:
+    # the candidates are compared by the bounds at the rates themselves, and the
+    # winner is the best of what is recorded, not the first in order
+    assert r.selection[r.attack] == max(r.selection.values())
+    assert len(set(r.selection.values())) > 1
 
 
 def test_auto_options_are_checked():
@@ -152,3 +167,47 @@ def test_auto_never_refutes_correct_controls_over_20_seeds(mechanism, epsilon):
         pair = np.array([[0.0], [1.0]])
     assert epsilon is not None and math.isfinite(epsilon)
     assert _refutations(mechanism, epsilon, pair, runs=20, draws=100_000) == 0
+
+
+# --- the histogram of discrete outputs ----------------------------------------------
+
+
+def test_the_histogram_tabulates_each_distinct_output_and_its_log_ratio():
+    rng = np.random.default_rng(SEED)
+    n = 40_000
+    first = rng.choice([0.0, 1.0, 2.0], size=(n, 2), p=[0.5, 0.3, 0.2])
+    second = rng.choice([0.0, 1.0, 2.0], size=(n, 2), p=[0.2, 0.3, 0.5])
+    first[:100, 1] = np.nan  # NaN is one more value
+    table = histogram_table(np.stack([first, second]))
+    assert table is not None and table.keys.size == 9 + 3  # 3 x 3 pairs, 3 with NaN
+    # the score of an output is its log ratio of training frequencies, smoothed by
+    # 1/2: ln(0.5^2 / 0.2^2) for (0, 0), within Z standard errors (and the 100 NaN)
+    got = np.asarray(histogram_score(jnp.asarray([[0.0, 0.0], [2.0, 2.0]]), table))
+    error = Z * math.sqrt(1 / (n * 0.25) + 1 / (n * 0.04)) + 100 / (n * 0.25)
+    assert abs(got[0] - 2 * math.log(2.5)) < error
+    assert abs(got[1] + 2 * math.log(2.5)) < error
+    # NumPy's keys (the table) and JAX's (the counted draws) agree exactly
+    keys = np.asarray(attacks._histogram_keys(jnp, jnp.asarray(first), *table[:3]))
+    assert np.array_equal(keys, attacks._histogram_keys(np, first, *table[:3]))
+    # an output never seen in training scores 0; continuous outputs get no table
+    assert float(histogram_score(jnp.asarray([[7.0, 0.0]]), table)[0]) == 0.0
+    assert histogram_table(rng.normal(size=(2, 20_000, 1))) is None
+
+
+def test_the_histogram_never_refutes_a_discrete_mechanism_that_ignores_its_input():
+    """The histogram alone, 3 seeds, each at confidence 1 - ALARM / 3: outputs in
+    {0, ..., 4} drawn whatever the input, so any claim holds and a refutation is a
+    false alarm (probability at most ALARM)."""
+
+    def dice(rng, x, n):
+        return rng.integers(0, 5, size=(n, 1)).astype(float)
+
+    mech = mcdp.Mechanism.from_callable("dice", dice)
+    pair = np.array([[0.0], [1.0]])
+    attack = auto_attack(candidates=("histogram",), **SMALL)
+    for seed in range(SEED, SEED + 3):
+        r = mcdp.audit_delta(
+            mech, 0.01, 0.0, 1, 20_000, pair=pair, attack=attack, seed=seed,
+            confidence=1 - ALARM / 3,
+        )  # fmt: skip
+        assert r.attack == "histogram" and not r.violated
