@@ -140,6 +140,10 @@ def test_a_library_call_releases_what_the_library_returns_or_raises():
         ("diffprivlib-mean", [[0.5]], [[np.nan]]),
         # the output is truncated to [0, size]: the empty dataset releases 0 always
         ("diffprivlib-sum-add-remove", [], [[1.0]]),
+        # DPEngine.aggregate raises on the empty dataset ("col must be non-empty")
+        ("pipeline-dp-sum", [], [[0.5]]),
+        # and a NaN value makes the released sum NaN
+        ("pipeline-dp-sum", [[0.5]], [[0.5], [np.nan]]),
     ],
 )
 def test_library_bugs_on_their_witnesses(name, d, d_prime):
