@@ -18,6 +18,12 @@ L2) sensitivity ``sensitivity``, applied to every coordinate of the input row:
 * OpenDP's ``make_laplace`` and ``make_gaussian`` on float vectors (sampled on a
   fine grid by exact arithmetic; OS randomness, not reproducible).
 
+:data:`DATASET_SUBJECTS` are library functions called on datasets, once per
+release, each with the relation its claim assumes and the records its documentation
+admits: diffprivlib's ``tools`` (mean, var, sum, count_nonzero, histogram), OpenDP's
+clamp > sum > Laplace and count > Laplace pipelines, python-dp's ``BoundedMean``,
+``BoundedSum`` and ``Count``, and pipeline-dp's ``DPEngine`` sum.
+
 The callables are module-level classes, so that worker processes can unpickle
 them. The libraries are optional (``pip install 'mcdp[audit-libs]'``); a factory
 whose library is missing raises :class:`ImportError` saying so.
@@ -351,11 +357,7 @@ _CALLS = {
     "opendp clamp>sum>laplace": ("opendp", _opendp_pipeline, "sum"),
     "opendp count>laplace": ("opendp", _opendp_pipeline, "count"),
     **{
-        f"pydp.{a}": (
-            "python-dp",
-            _python_dp,
-            a,
-        )
+        f"pydp.{a}": ("python-dp", _python_dp, a)
         for a in ("BoundedMean", "BoundedSum", "Count")
     },
     "pipeline_dp.DPEngine SUM": ("pipeline-dp", lambda _: _pipeline_dp_sum(), ""),
@@ -365,7 +367,7 @@ _CALLS = {
 @functools.cache
 def _release(call: str) -> Callable[[list[float]], object]:
     """The one-release function of a call, built once a process (OpenDP's
-    calibration alone takes seconds)."""
+    pipeline with its calibration, not once a batch)."""
     _, builder, argument = _CALLS[call]
     return builder(argument)
 
@@ -400,7 +402,6 @@ class DatasetSubject:
     call: str
     relation: str
     records: str = "any"
-    note: str = ""
 
     @property
     def distribution(self) -> str:
