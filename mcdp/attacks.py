@@ -759,11 +759,7 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
                 delta=context.delta,
             )  # fmt: skip
             predicted = selection.predicted
-            at_least = [
-                (v[:, None] >= selection.thresholds[None, :]).sum(axis=0)
-                for v in (first, second)
-            ]
-            counts.append((*at_least, settings.max_events))
+            counts.append(None)  # counted below, only where the estimates decide
         else:
             selection = None
             k = candidate.attack.num_outcomes
@@ -783,15 +779,22 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
         # Nothing promises a positive bound at the selection rates' pessimistic
         # ends (a small selection sample): compare the bounds at the rates
         # themselves instead, rather than let the order of the candidates decide.
-        n_first, n_second = values.shape[1], values.shape[1]
-        scores = [
-            float(np.max(learning.predicted_bounds_of_counts(
-                k_first, n_first, k_second, n_second, draws=draws,
-                confidence=confidence, num_events=max(events, 1),
-                epsilon=context.epsilon, delta=context.delta, estimate=True,
-            ), initial=-np.inf))
-            for k_first, k_second, events in counts
-        ]  # fmt: skip
+        n = values.shape[1]
+        scores = []
+        for j, (selection, counted) in enumerate(zip(selections, counts, strict=True)):
+            if counted is None:  # a scorer's events: its thresholds' upper sets
+                at_least = [
+                    (values[i, :, j, None] >= selection.thresholds[None, :]).sum(0)
+                    for i in range(2)
+                ]
+                counted = (*at_least, settings.max_events)
+            k_first, k_second, events = counted
+            estimates = learning.predicted_bounds_of_counts(
+                k_first, n, k_second, n, draws=draws, confidence=confidence,
+                num_events=max(events, 1), epsilon=context.epsilon,
+                delta=context.delta, estimate=True,
+            )  # fmt: skip
+            scores.append(float(np.max(estimates, initial=-np.inf)))
     best = int(np.argmax(scores))  # the first of equals: the order breaks ties
     table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
     winner = candidates[best]
