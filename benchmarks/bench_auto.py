@@ -16,6 +16,15 @@ of its time that its preparation took. A ratio below 1 is auto choosing a weaker
 candidate on its selection draws, or the luck of the counted draws.
 
     python benchmarks/bench_auto.py --draws 1e6,1e7 --json benchmarks/results/auto.json
+
+``--ideal-only`` runs the portfolio without the float attacks and the ceiling
+alone (no singles, no full portfolio), over ``--seeds``; ``--summary FILE`` prints
+each case's ratios to the ceiling per seed and their mean from such files
+(comma-separated):
+
+    python benchmarks/bench_auto.py --ideal-only --draws 1e7 --seeds 0,1 \
+        --json benchmarks/results/auto_ceiling.json
+    python benchmarks/bench_auto.py --summary benchmarks/results/auto_ceiling.json
 """
 
 from __future__ import annotations
@@ -94,6 +103,44 @@ def bench_case(name: str, draws: int, seed: int) -> dict:
     return row
 
 
+def ideal_case(name: str, draws: int, seed: int) -> dict:
+    """The portfolio without the float attacks against the ceiling at ``draws``."""
+    ideal, seconds = _run(name, auto_attack(candidates=IDEAL), draws, seed)
+    top = ceiling(name, pair_of(name), draws, CONFIDENCE)
+    return {
+        "case": name, "pair": pair_of(name), "draws": draws, "seed": seed,
+        "ideal": ideal.epsilon_lower, "ideal_chose": ideal.attack,
+        "selection": dict(ideal.selection or {}),
+        "ideal_seconds": seconds,
+        "prep_share": (ideal.attack_seconds or 0.0) / seconds,
+        "ceiling": top.value, "ceiling_event_probability": max(top.p, top.q),
+        "ideal_over_ceiling": _ratio(ideal.epsilon_lower, top.value),
+    }  # fmt: skip
+
+
+def summary(path: str) -> None:
+    """Each case's ratio to the ceiling per seed and the mean over its seeds, from
+    one file or several, comma-separated."""
+    rows = [r for part in path.split(",") for r in json.load(open(part))]
+    print("| case | N | P[S] of the ceiling | bound per seed (chose) | ceiling | "
+          "ratio per seed | mean ratio |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    keys = dict.fromkeys((r["case"], r["draws"]) for r in rows)
+    for name, n in keys:
+        mine = sorted(
+            (r for r in rows if (r["case"], r["draws"]) == (name, n)),
+            key=lambda r: r["seed"],
+        )
+        ratios = [r["ideal_over_ceiling"] for r in mine]
+        bounds = ", ".join(f"{r['ideal']:.4g} ({r['ideal_chose']})" for r in mine)
+        print(
+            f"| {name} | {n:.0e} | {mine[0]['ceiling_event_probability']:.2g} | "
+            f"{bounds} | {mine[0]['ceiling']:.4g} | "
+            f"{', '.join(f'{x:.3f}' for x in ratios)} | "
+            f"{sum(ratios) / len(ratios):.3f} |"
+        )
+
+
 def _ratio(value: float, reference: float) -> float:
     return value / reference if reference > 0 else math.nan
 
@@ -103,9 +150,33 @@ def main() -> None:
     p.add_argument("cases", nargs="*", help="suite cases (default: all)")
     p.add_argument("--draws", default="1e6", help="comma-separated N per input")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", default=None, help="comma-separated (--ideal-only)")
+    p.add_argument("--ideal-only", action="store_true")
+    p.add_argument("--summary", default=None, metavar="FILE")
     p.add_argument("--json", default=None)
     args = p.parse_args()
+    if args.summary:
+        summary(args.summary)
+        return
     rows = []
+    if args.ideal_only:
+        seeds = [int(x) for x in (args.seeds or str(args.seed)).split(",")]
+        cases = args.cases or [c for c in SUITE if c in supported()]
+        for n in (int(float(x)) for x in args.draws.split(",")):
+            for seed in seeds:
+                for name in cases:
+                    rows.append(ideal_case(name, n, seed))
+                    r = rows[-1]
+                    print(
+                        f"{name} N={n:.0e} seed={seed}: {r['ideal']:.4g} "
+                        f"({r['ideal_chose']}) / ceiling {r['ceiling']:.4g} = "
+                        f"{r['ideal_over_ceiling']:.3f}, {r['ideal_seconds']:.0f} s",
+                        flush=True,
+                    )
+                    if args.json:
+                        with open(args.json, "w") as f:
+                            json.dump(rows, f, indent=1, allow_nan=True)
+        return
     print(
         "| case | N | auto | chose | best single | auto / best | prep share | "
         "auto without float attacks | ceiling | its ratio |"

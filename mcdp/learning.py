@@ -25,6 +25,7 @@ whatever the scorer learned. This module holds the host-side learning and select
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -413,6 +414,7 @@ def predicted_bounds(
     num_events: int,
     epsilon: float,
     delta: float,
+    estimate: bool = False,
 ) -> np.ndarray:
     r"""For every threshold :math:`t`, the lower bound that the events
     :math:`\{s \ge t\}` and :math:`\{s < t\}` (both orders) would give on a final
@@ -434,6 +436,7 @@ def predicted_bounds(
     return predicted_bounds_of_counts(
         counts[0], len(s_first), counts[1], len(s_second), draws=draws,
         confidence=confidence, num_events=num_events, epsilon=epsilon, delta=delta,
+        estimate=estimate,
     )  # fmt: skip
 
 
@@ -489,30 +492,42 @@ def select_thresholds(
     epsilon: float,
     delta: float,
     candidates: int = 200,
+    adjust: Callable[[np.ndarray], np.ndarray] | None = None,
+    estimate: bool = False,
+    near: float = 2.0,
 ) -> Selection:
     """Up to ``max_events`` thresholds whose :func:`predicted_bounds` are best, from
     scores of a sample that the final bound never sees.
 
     Taken greedily, best first, skipping a threshold whose event is nearly one
-    already taken: both tail masses of the pooled scores within a factor 2 of
-    theirs (it would cost its share of the correction and add little)."""
+    already taken: both tail masses of the pooled scores within a factor ``near``
+    of theirs (it would cost its share of the correction and add little).
+    ``adjust`` maps the candidate thresholds (quantiles of the scores) to those
+    that are evaluated and returned, e.g. a hair below atoms of the score;
+    ``estimate=True`` ranks them by the bounds at the sample's rates themselves
+    rather than at their pessimistic ends (for scores of few distinct values,
+    whose few events the winner's curse touches little)."""
+    if not near > 1:
+        raise ValueError(f"Expected near > 1 (a factor of tail masses), got {near!r}.")
     thresholds = _candidates(s_first, s_second, candidates)
+    if adjust is not None:
+        thresholds = adjust(thresholds)
     if thresholds.size == 0:  # every score was NaN or infinite: one dummy event
         return Selection(np.array([0.0]), np.array([-np.inf]))
     predicted = predicted_bounds(
         s_first, s_second, thresholds, draws=draws, confidence=confidence,
-        num_events=max_events, epsilon=epsilon, delta=delta,
+        num_events=max_events, epsilon=epsilon, delta=delta, estimate=estimate,
     )  # fmt: skip
     pooled = np.sort(np.concatenate([s_first, s_second]))
     below = (np.searchsorted(pooled, thresholds) + 0.5) / (len(pooled) + 1)
     chosen: list[int] = []
     for i in np.argsort(-predicted, kind="stable"):
-        near = any(
-            abs(math.log(below[i] / below[j])) < math.log(2)
-            and abs(math.log((1 - below[i]) / (1 - below[j]))) < math.log(2)
+        taken = any(
+            abs(math.log(below[i] / below[j])) < math.log(near)
+            and abs(math.log((1 - below[i]) / (1 - below[j]))) < math.log(near)
             for j in chosen
         )
-        if not near:
+        if not taken:
             chosen.append(int(i))
         if len(chosen) == max_events:
             break

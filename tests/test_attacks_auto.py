@@ -109,16 +109,55 @@ def test_auto_options_are_checked():
 
 
 def test_auto_with_one_candidate_counts_what_that_attack_counts():
-    """Restricted to the likelihood ratio, the portfolio hands the counted draws to
-    the same events: the counts are the lr attack's, draw for draw."""
-    common = dict(pair="axis", seed=SEED)
-    alone = mcdp.audit_delta("laplace", 1.0, 0.0, 1, 20_000, attack="lr", **common)
+    """Restricted to the majority vote (no preparation of its own), the portfolio
+    hands the counted draws to the same event: the counts are the attack's, draw
+    for draw."""
+    common = dict(pair="scalar-1-2", seed=SEED)
+    args = ("truncated-geometric", 0.118, 0.0, 1, 20_000)
+    alone = mcdp.audit_delta(*args, attack="majority", **common)
     auto = mcdp.audit_delta(
-        "laplace", 1.0, 0.0, 1, 20_000, attack=auto_attack(candidates=("lr",)),
-        **common,
+        *args, attack=auto_attack(candidates=("majority",)), **common
+    )
+    assert auto.counts == alone.counts and auto.attack == "majority"
+    assert list(auto.selection) == ["majority"]
+
+
+def test_auto_counts_the_loss_at_its_own_few_thresholds():
+    """Where the mechanism has a density, the portfolio's likelihood ratio is a
+    scorer of the exact loss: at most ``max_events`` thresholds chosen on the
+    selection draws, rather than the explicit attack's fixed grid of 51, whose
+    correction costs more. On Laplace at its calibration the best event is the
+    atom {L = epsilon} (mass 1/2 under x): both find it, the portfolio with the
+    smaller correction."""
+    common = dict(pair="axis", seed=SEED)
+    args = ("laplace", 1.0, 0.0, 1, 20_000)
+    alone = mcdp.audit_delta(*args, attack="lr", **common)
+    auto = mcdp.audit_delta(*args, attack=auto_attack(candidates=("lr",)), **common)
+    assert auto.attack == "lr" and list(auto.selection) == ["lr"]
+    events = auto.events
+    assert 1 <= len(events) <= attacks.MAX_EVENTS
+    assert all(e.startswith("privacy loss >= ") for e in events)
+    assert len(alone.events) > 40
+    assert 0.9 < auto.epsilon_lower <= 1.0  # true loss 1, not refuted
+    assert auto.epsilon_lower > alone.epsilon_lower
+
+
+def test_the_loss_atom_is_not_split_by_rounding_on_the_selection_draws():
+    """Laplace's loss has atoms at +-a (a = |x - x'| / b): computed from outputs on
+    different float grids, the atom's values differ in their last bits between
+    the inputs, and a threshold exactly at it would split them by rounding; the
+    selection would promise a float artefact that the counted events (a hair below
+    the atom) do not have. The promise stays at or below the bound at the exact
+    rates (the ceiling), as an honest estimate's pessimistic end does."""
+    from mcdp.ceiling import ceiling
+
+    draws = 1_000_000
+    r = mcdp.audit_delta(
+        "noisy-hist1", 0.1, 0.0, 5, draws, pair="one-above",
+        attack=auto_attack(candidates=("lr",), **SMALL), seed=SEED,
     )  # fmt: skip
-    assert auto.counts == alone.counts and auto.attack == "lr"
-    assert list(auto.selection) == ["lr"]
+    top = ceiling("noisy-hist1", "one-above", draws, confidence=0.95).value
+    assert 0 < r.selection["lr"] <= top
 
 
 # False alarms: each run's claim holds (input-independent outputs: true loss 0; the

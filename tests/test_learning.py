@@ -128,3 +128,22 @@ def test_scores_are_the_trained_models_on_the_standardised_features(model, featu
         expected = np.asarray(learning.HEADS[model](z, scorer.weights))
         score = learning.SCORES_BY_FEATURES[feature_set][model](y, scorer)
     np.testing.assert_allclose(np.asarray(score), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_select_thresholds_skips_near_events_by_the_given_factor():
+    """Two events of a discrete score, {s >= 4} (ratio 2.5) and {s >= 3} (1.9),
+    whose pooled tail masses are 1.88x apart: the default factor 2 keeps only
+    the better one, 1.5 keeps both; a factor <= 1 is refused."""
+    values = np.arange(5.0)
+    first = np.repeat(values, [50_800, 30_000, 14_000, 2_200, 3_000])
+    second = np.repeat(values, [56_300, 30_000, 11_000, 1_500, 1_200])
+    common = dict(draws=1_000_000, confidence=0.9, max_events=3, epsilon=0.1, delta=0.0)
+
+    def upper_counts(near):
+        chosen = learning.select_thresholds(first, second, near=near, **common)
+        return {int((first >= t).sum()) for t in chosen.thresholds}
+
+    assert {3_000, 5_200} <= upper_counts(1.5)
+    assert 3_000 in upper_counts(2.0) and 5_200 not in upper_counts(2.0)
+    with pytest.raises(ValueError, match="near > 1"):
+        learning.select_thresholds(first, second, near=1.0, **common)
