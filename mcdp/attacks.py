@@ -576,10 +576,11 @@ HISTOGRAM_VALUES = 4096
 # pessimistic ends guard the continuous scores against, costs less than the ends'
 # bias towards large events; and the best events of a discrete output are often
 # the one or two values of the most extreme ratio, within a factor 2 of each
-# other. On the exact output probabilities of svt1, svt2, svt4 and svt6 (N = 1e7,
-# the histogram's table and selection drawn 30 times from their multinomials), the
-# mean bound of the chosen events rose from 0.975-0.979x the ceiling to
-# 0.996-0.998x, and from 0.885x to 0.936x on svt6's 1,024 values.
+# other. On the exact output probabilities of svt1, svt2 and svt4 (N = 1e7, the
+# histogram's table and selection drawn 30 times from their multinomials:
+# benchmarks/sim_discrete_choice.py), the mean bound of the chosen events rose from
+# 0.974-0.978x the ceiling to 0.991-0.994x, and from 0.886x to 0.946x on svt6's
+# 1,024 values.
 DISCRETE_CHOICE = dict(estimate=True, near=1.5)
 _KEY_LIMIT = 2**31 - 1  # the keys are int32 on every backend
 
