@@ -90,17 +90,19 @@ def bench_case(name: str, draws: int, seed: int) -> dict:
         "epsilon_exact": auto.epsilon_exact,
     }
     if name in supported():
-        ideal, _ = _run(name, auto_attack(candidates=IDEAL), draws, seed)
-        top = ceiling(name, pair_of(name), draws, CONFIDENCE)
+        ideal = ideal_case(name, draws, seed)
         row.update(
-            ideal=ideal.epsilon_lower,
-            ideal_chose=ideal.attack,
-            ceiling=top.value,
-            ceiling_event_probability=max(top.p, top.q),
-            auto_over_ceiling=_ratio(auto.epsilon_lower, top.value),
-            ideal_over_ceiling=_ratio(ideal.epsilon_lower, top.value),
+            {k: ideal[k] for k in IDEAL_FIELDS},
+            auto_over_ceiling=_ratio(auto.epsilon_lower, ideal["ceiling"]),
         )
     return row
+
+
+# what bench_case keeps of ideal_case's row
+IDEAL_FIELDS = (
+    "ideal", "ideal_chose", "ceiling", "ceiling_event_probability",
+    "ideal_over_ceiling",
+)  # fmt: skip
 
 
 def ideal_case(name: str, draws: int, seed: int) -> dict:
@@ -141,6 +143,13 @@ def summary(path: str) -> None:
         )
 
 
+def _save(rows: list[dict], path: str | None) -> None:
+    """Writes the rows so far (after every row: an interrupted run keeps them)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=1, allow_nan=True)
+
+
 def _ratio(value: float, reference: float) -> float:
     return value / reference if reference > 0 else math.nan
 
@@ -173,9 +182,7 @@ def main() -> None:
                         f"{r['ideal_over_ceiling']:.3f}, {r['ideal_seconds']:.0f} s",
                         flush=True,
                     )
-                    if args.json:
-                        with open(args.json, "w") as f:
-                            json.dump(rows, f, indent=1, allow_nan=True)
+                    _save(rows, args.json)
         return
     print(
         "| case | N | auto | chose | best single | auto / best | prep share | "
@@ -201,9 +208,7 @@ def main() -> None:
                 f"{shown[0]} | {shown[1]} | {shown[2]} |",
                 flush=True,
             )
-            if args.json:  # after every row: an interrupted run keeps what it has
-                with open(args.json, "w") as f:
-                    json.dump(rows, f, indent=1, allow_nan=True)
+            _save(rows, args.json)
 
 
 if __name__ == "__main__":

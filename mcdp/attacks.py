@@ -191,17 +191,10 @@ def _loss_score(mechanism: Mechanism) -> Any:
     return score
 
 
-def _loss_guess(y, aux, *, score):
-    loss_aux, thresholds = aux
-    return jnp.searchsorted(thresholds, score(y, loss_aux), side="right").astype(
-        jnp.int32
-    )
-
-
 @functools.cache
 def _loss_guess_of(mechanism: Mechanism) -> Any:
     """The outcome of the loss's thresholds, one per mechanism (one compile)."""
-    return functools.partial(_loss_guess, score=_loss_score(mechanism))
+    return functools.partial(_thresholded_guess, score=_loss_score(mechanism))
 
 
 def _below_atoms(thresholds: np.ndarray, dtype: str) -> np.ndarray:
@@ -274,7 +267,9 @@ def _learned_guess_mlp(y, aux):
 _LEARNED_GUESSES = {"logistic": _learned_guess_logistic, "mlp": _learned_guess_mlp}
 
 
-def _learned_guess_bits(y, aux, *, score):
+def _thresholded_guess(y, aux, *, score):
+    """How many of the sorted thresholds ``score(y, scorer)`` reaches, ``aux =
+    (scorer, thresholds)``."""
     scorer, thresholds = aux
     return jnp.searchsorted(thresholds, score(y, scorer), side="right").astype(
         jnp.int32
@@ -282,7 +277,7 @@ def _learned_guess_bits(y, aux, *, score):
 
 
 _LEARNED_GUESSES_BITS = {
-    model: functools.partial(_learned_guess_bits, score=score)
+    model: functools.partial(_thresholded_guess, score=score)
     for model, score in learning.SCORES_BY_FEATURES["bits"].items()
 }
 
