@@ -252,21 +252,6 @@ class LearnedSettings(NamedTuple):
     features: str = "moments"
 
 
-def _learned_guess_logistic(y, aux):
-    scorer, thresholds = aux
-    score = learning.score_logistic(y, scorer)
-    return jnp.searchsorted(thresholds, score, side="right").astype(jnp.int32)
-
-
-def _learned_guess_mlp(y, aux):
-    scorer, thresholds = aux
-    score = learning.score_mlp(y, scorer)
-    return jnp.searchsorted(thresholds, score, side="right").astype(jnp.int32)
-
-
-_LEARNED_GUESSES = {"logistic": _learned_guess_logistic, "mlp": _learned_guess_mlp}
-
-
 def _thresholded_guess(y, aux, *, score):
     """How many of the sorted thresholds ``score(y, scorer)`` reaches, ``aux =
     (scorer, thresholds)``."""
@@ -276,9 +261,13 @@ def _thresholded_guess(y, aux, *, score):
     )
 
 
-_LEARNED_GUESSES_BITS = {
-    model: functools.partial(_thresholded_guess, score=score)
-    for model, score in learning.SCORES_BY_FEATURES["bits"].items()
+# feature set -> model -> the guess of a thresholded scorer
+_LEARNED_GUESSES = {
+    features: {
+        model: functools.partial(_thresholded_guess, score=score)
+        for model, score in scores.items()
+    }
+    for features, scores in learning.SCORES_BY_FEATURES.items()
 }
 
 
@@ -301,7 +290,6 @@ def _prepare_learned(
     outputs = draw(
         key_train, mech, pair, params, train_draws, dtype=dtype, engine=engine
     )
-    bits = settings.features == "bits"
     with jax.enable_x64(dtype == "float64"):
         scorer = learning.fit(
             key_init, outputs[0], outputs[1], model=settings.model,
@@ -318,26 +306,28 @@ def _prepare_learned(
         epsilon=context.epsilon, delta=context.delta,
     )  # fmt: skip
     thresholds = selection.thresholds
-    model = f"{settings.model} (bits)" if bits else settings.model
-    attack = _scored("learned", settings.model, bits, thresholds, model)
+    features = settings.features
+    model = (
+        settings.model if features == "moments" else f"{settings.model} ({features})"
+    )
+    attack = _scored("learned", settings.model, features, thresholds, model)
     return attack, (scorer, thresholds)
 
 
 def _scored(
     name: str,
     model: str,
-    bits: bool,
+    features: str,
     thresholds: np.ndarray,
     label: str,
     selection: tuple[tuple[str, float], ...] = (),
 ) -> Attack:
     """The attack that counts how many of the sorted ``thresholds`` a scorer's
     score reaches; its events named ``"{label} score >= t"``."""
-    guesses = _LEARNED_GUESSES_BITS if bits else _LEARNED_GUESSES
     return Attack(
         name,
         len(thresholds) + 1,
-        guesses[model],
+        _LEARNED_GUESSES[features][model],
         events=tuple(f"{label} score >= {t:.6g}" for t in thresholds),
         selection=selection,
     )
@@ -875,8 +865,9 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
             selection=table,
         )  # fmt: skip
         return attack, (winner.aux, thresholds)
-    bits = winner.features == "bits"
-    attack = _scored(winner.label, winner.model, bits, thresholds, winner.label, table)
+    attack = _scored(
+        winner.label, winner.model, winner.features, thresholds, winner.label, table
+    )
     return attack, (winner.aux, thresholds)
 
 
