@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -116,17 +117,23 @@ def ideal_case(name: str, draws: int, seed: int) -> dict:
         "ideal_seconds": seconds,
         "prep_share": (ideal.attack_seconds or 0.0) / seconds,
         "ceiling": top.value, "ceiling_event_probability": max(top.p, top.q),
+        "ceiling_spread": top.spread,
         "ideal_over_ceiling": _ratio(ideal.epsilon_lower, top.value),
     }  # fmt: skip
 
 
 def summary(path: str) -> None:
     """Each case's ratio to the ceiling per seed and the mean over its seeds, from
-    one file or several, comma-separated."""
+    one file or several, comma-separated; beside them, the standard deviation of
+    one seed's bound on the ceiling's own event over the ceiling
+    (:attr:`mcdp.ceiling.Ceiling.spread`: what the counts' noise alone moves a
+    ratio by, whatever the attack chose) and the mean's standard error from the
+    seeds' own spread (two seeds or more)."""
     rows = [r for part in path.split(",") for r in json.load(open(part))]
     print("| case | N | P[S] of the ceiling | bound per seed (chose) | ceiling | "
-          "ratio per seed | mean ratio |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+          "ratio per seed | one seed's sd at the ceiling's event | mean ratio "
+          "(± se, seeds) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     keys = dict.fromkeys((r["case"], r["draws"]) for r in rows)
     for name, n in keys:
         mine = sorted(
@@ -135,11 +142,19 @@ def summary(path: str) -> None:
         )
         ratios = [r["ideal_over_ceiling"] for r in mine]
         bounds = ", ".join(f"{r['ideal']:.4g} ({r['ideal_chose']})" for r in mine)
+        spread = mine[0].get("ceiling_spread")
+        if spread is None:  # rows written before the field
+            spread = ceiling(name, pair_of(name), n, CONFIDENCE).spread
+        mean = statistics.fmean(ratios)
+        se = (
+            f" ± {statistics.stdev(ratios) / math.sqrt(len(ratios)):.3f}"
+            if len(ratios) > 1 else ""
+        )  # fmt: skip
         print(
             f"| {name} | {n:.0e} | {mine[0]['ceiling_event_probability']:.2g} | "
             f"{bounds} | {mine[0]['ceiling']:.4g} | "
             f"{', '.join(f'{x:.3f}' for x in ratios)} | "
-            f"{sum(ratios) / len(ratios):.3f} |"
+            f"{spread / mine[0]['ceiling']:.3f} | {mean:.3f}{se} ({len(ratios)}) |"
         )
 
 

@@ -103,6 +103,21 @@ class Ceiling(NamedTuple):
     confidence: float
     num_events: int
 
+    @property
+    def spread(self) -> float:
+        r"""The standard deviation of the log ratio that one counted sample of
+        ``draws`` per input measures on the attaining event, and so of the bound
+        it gives there: :math:`\sqrt{(1-p)/(Np) + (1-q)/(Nq)}` (the delta method
+        on the two binomial counts; ``inf`` where an event has probability 0).
+        An attack that counts exactly this event lands within about this much of
+        ``value``, above or below it; bounds of single audits compared with the
+        ceiling differ from it by such amounts, and only their mean over seeds
+        comes closer."""
+        n = float(self.draws)
+        if self.p <= 0 or self.q <= 0:
+            return math.inf
+        return math.sqrt((1 - self.p) / (n * self.p) + (1 - self.q) / (n * self.q))
+
 
 class _Events(NamedTuple):
     p: np.ndarray  # P[M(x) in S] per event

@@ -188,6 +188,37 @@ def test_more_events_or_more_confidence_lower_the_ceiling():
     assert ceiling("svt1", "x-shuffle", 10**7, confidence=0.99).value < base
 
 
+def _log_count_variance(n: int, p: float) -> float:
+    """Var[ln K] for K ~ Binomial(n, p), summed over the pmf within 12 sd."""
+    sd = math.sqrt(n * p * (1 - p))
+    k = np.arange(max(1, int(n * p - 12 * sd)), int(n * p + 12 * sd) + 1)
+    w = stats.binom.pmf(k, n, p)
+    w = w / w.sum()
+    mean = np.sum(w * np.log(k))
+    return float(np.sum(w * (np.log(k) - mean) ** 2))
+
+
+def test_spread_is_the_sd_of_the_counted_log_ratio():
+    # the delta method against the exact variance of ln(K_x / K_x') at the
+    # attaining event's binomial counts: equal to 0.1 % at these counts
+    got = ceiling("svt1", "x-shuffle", 10**7)
+    exact = math.sqrt(
+        _log_count_variance(got.draws, got.p) + _log_count_variance(got.draws, got.q)
+    )
+    assert got.spread == pytest.approx(exact, rel=1e-3)
+    assert 0.03 < got.spread / got.value < 0.045  # svt1 at 1e7: 3.8 % of the bound
+    # a hundred times the draws: a tenth of the spread
+    assert ceiling("svt1", "x-shuffle", 10**9).spread == pytest.approx(
+        got.spread / 10, rel=1e-3
+    )
+
+
+def test_spread_is_infinite_for_an_event_impossible_under_one_input():
+    got = ceiling("svt5", "half-half", 10**7)
+    assert min(got.p, got.q) == 0
+    assert got.spread == math.inf
+
+
 def test_default_pair_is_the_peers_pair():
     assert ceiling("svt4", draws=10**7) == ceiling("svt4", "half-half", 10**7)
 
