@@ -57,6 +57,15 @@ def _group(pgid: int) -> list[int]:
     return alive
 
 
+def _sigint_default() -> None:
+    """In the child before it starts: SIGINT to its default, so that Python
+    installs its KeyboardInterrupt handler as it does under a terminal's Ctrl-C,
+    even where the tests themselves run with SIGINT ignored (a background job of a
+    non-interactive shell: its children inherit the ignored signal, and the run
+    would count to the end)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(args, tmp_path: Path, *, started) -> subprocess.CompletedProcess:
     """Runs ``mcdp ARGS`` in a session of its own, sends SIGINT once
     ``started()`` holds, and returns the finished process; asserts that nothing of
@@ -74,6 +83,7 @@ def _interrupt(args, tmp_path: Path, *, started) -> subprocess.CompletedProcess:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_sigint_default,
     )
     try:
         deadline = time.monotonic() + STARTUP
