@@ -8,6 +8,7 @@ counted (the partial result, or the grid's resume file), and leave no process of
 its session behind (worker processes included).
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -57,13 +58,23 @@ def _group(pgid: int) -> list[int]:
     return alive
 
 
-def _sigint_default() -> None:
-    """In the child before it starts: SIGINT to its default, so that Python
-    installs its KeyboardInterrupt handler as it does under a terminal's Ctrl-C,
-    even where the tests themselves run with SIGINT ignored (a background job of a
-    non-interactive shell: its children inherit the ignored signal, and the run
-    would count to the end)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+@contextlib.contextmanager
+def _sigint_inherited_as_default():
+    """While a child starts: SIGINT handled by Python here if it was ignored, so
+    that the child starts with it at its default and Python there installs its
+    KeyboardInterrupt handler, as under a terminal's Ctrl-C. Where the tests run
+    with SIGINT ignored (a background job of a non-interactive shell), a child
+    would inherit the ignored signal and count to the end; a handler is not
+    inherited across exec. (Resetting it in the child with ``preexec_fn`` would
+    fork a process that runs JAX's threads.)"""
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _interrupt(args, tmp_path: Path, *, started) -> subprocess.CompletedProcess:
@@ -75,16 +86,16 @@ def _interrupt(args, tmp_path: Path, *, started) -> subprocess.CompletedProcess:
         "MCDP_COMPILATION_CACHE": "1",
         "MCDP_TEST_MARKER": str(tmp_path / "called"),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcdp", *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_sigint_default,
-    )
+    with _sigint_inherited_as_default():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcdp", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + STARTUP
         while not started() and proc.poll() is None:
