@@ -47,7 +47,6 @@ import mcdp  # noqa: E402
 from mcdp import ceiling as ceiling_module  # noqa: E402
 from mcdp import learning  # noqa: E402
 from mcdp.attacks import MAX_EVENTS, histogram_score, histogram_table, learned_sizes  # noqa: E402
-from mcdp.mechanisms import _svt_exact as svt_exact  # noqa: E402
 from mcdp.mechanisms.sparse_vector import SVT3_ABORTED, SVT3_FALSE  # noqa: E402
 from mcdp.mechanisms.suite import SUITE  # noqa: E402
 from mcdp.sampling import draw  # noqa: E402
@@ -59,22 +58,13 @@ def exact_cells(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(outputs, p, q)``: one output per cell of the case's output space, as the
     mechanism encodes it, and the cell's exact probabilities under each input."""
     pair = pair_of(name)
-    params, tx = ceiling_module._setup(name, pair)
-    rows = svt_exact.outputs(tx.shape[1], svt_exact._cutoff(params))
     if name != "svt3":
-        log_probs = (
-            svt_exact.svt2_log_probs
-            if name == "svt2"
-            else svt_exact.single_threshold_log_probs
-        )
-        p, q = (np.exp(log_probs(row, rows, params)) for row in tx)
+        rows, p, q = ceiling_module.svt_outputs(name, pair)
         return rows.astype(np.float64), p, q
-    edges = ceiling_module._svt3_edges(params, tx, fine=0.01, span=5.0, far=2000)
+    rows, edges, parts = ceiling_module.svt3_cells(name, pair)
     middle = (edges[:-1] + edges[1:]) / 2
     outs, ps, qs = [], [], []
-    for row, (p, q) in zip(
-        rows, ceiling_module._svt3_masses(params, tx, edges), strict=True
-    ):
+    for row, (p, q) in zip(rows, parts, strict=True):
         p, q = np.ravel(p), np.ravel(q)
         above = np.flatnonzero(row == 1)
         out = np.where(row == 0, SVT3_FALSE, SVT3_ABORTED).astype(np.float64)

@@ -23,8 +23,7 @@ import numpy as np
 
 from mcdp import learning
 from mcdp.attacks import DISCRETE_CHOICE, MAX_EVENTS, learned_sizes
-from mcdp.ceiling import _setup, bounds, ceiling
-from mcdp.mechanisms import _svt_exact as svt_exact
+from mcdp.ceiling import bounds, ceiling, svt_outputs
 from mcdp.mechanisms.suite import PEER_PAIRS
 
 CONFIDENCE = 0.9
@@ -32,14 +31,7 @@ RULES = {"default": {}, "discrete choice": DISCRETE_CHOICE}
 
 
 def output_probabilities(name: str) -> tuple[np.ndarray, np.ndarray]:
-    params, tx = _setup(name, PEER_PAIRS[name])
-    rows = svt_exact.outputs(tx.shape[1], svt_exact._cutoff(params))
-    log_probs = (
-        svt_exact.svt2_log_probs
-        if name == "svt2"
-        else svt_exact.single_threshold_log_probs
-    )
-    p, q = (np.exp(log_probs(row, rows, params)) for row in tx)
+    _, p, q = svt_outputs(name, PEER_PAIRS[name])
     return p / p.sum(), q / q.sum()
 
 

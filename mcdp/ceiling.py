@@ -464,7 +464,11 @@ def _report_noisy_max_value(mechanism: str, pair: str) -> _Events:
     return cell_events(*masses, "cells of the value (closed-form CDF)")
 
 
-def _svt_discrete(mechanism: str, pair: str) -> _Events:
+def svt_outputs(mechanism: str, pair: str) -> tuple[np.ndarray, ...]:
+    """``(rows, p, q)``: every output of a Sparse Vector case with discrete outputs
+    (``svt1``, ``svt2``, ``svt4``, ``svt5``, ``svt6``), rows of 1 (above), 0
+    (below) and -1 (aborted) as the mechanism encodes them, and each one's exact
+    probability under the pair's two inputs."""
     params, tx = _setup(mechanism, pair)
     rows = svt_exact.outputs(tx.shape[1], svt_exact._cutoff(params))
     if rows is None:
@@ -476,9 +480,12 @@ def _svt_discrete(mechanism: str, pair: str) -> _Events:
         else svt_exact.single_threshold_log_probs
     )
     log_p, log_q = (log_probs(row, rows, params) for row in tx)
-    return cell_events(
-        np.exp(log_p), np.exp(log_q), "exact enumeration (quadrature over threshold)"
-    )
+    return rows, np.exp(log_p), np.exp(log_q)
+
+
+def _svt_discrete(mechanism: str, pair: str) -> _Events:
+    _, p, q = svt_outputs(mechanism, pair)
+    return cell_events(p, q, "exact enumeration (quadrature over threshold)")
 
 
 def _truncated_geometric(mechanism: str, pair: str) -> _Events:
@@ -600,10 +607,19 @@ def _svt3_masses(params, tx: np.ndarray, edges: np.ndarray):
             raise ValueError(f"Expected a cutoff of 1 or 2 for svt3, got {above.size}.")
 
 
-def _svt3(mechanism: str, pair: str) -> _Events:
+def svt3_cells(mechanism: str, pair: str):
+    """``(rows, edges, parts)`` of ``svt3`` on a pair: its output patterns (rows of
+    1, 0 and -1 for above, below and aborted), the value cells' edges, and per
+    pattern, as :func:`_svt3_masses` yields them, the masses of its cells under
+    each input (one number for the pattern of no answer above)."""
     params, tx = _setup(mechanism, pair)
+    rows = svt_exact.outputs(tx.shape[1], svt_exact._cutoff(params))
     edges = _svt3_edges(params, tx, fine=0.01, span=5.0, far=2000)
-    parts = list(_svt3_masses(params, tx, edges))
+    return rows, edges, list(_svt3_masses(params, tx, edges))
+
+
+def _svt3(mechanism: str, pair: str) -> _Events:
+    _, _, parts = svt3_cells(mechanism, pair)
     p = np.concatenate([np.ravel(a) for a, _ in parts])
     q = np.concatenate([np.ravel(b) for _, b in parts])
     return cell_events(*_with_rest(p, q), "quadrature (cells of the answer's value)")
