@@ -17,6 +17,11 @@ candidate on its selection draws, or the luck of the counted draws.
 
     python benchmarks/bench_auto.py --draws 1e6,1e7 --json benchmarks/results/auto.json
 
+``--reuse-singles FILE`` takes the single attacks' bounds from an earlier run's JSON
+(same case, N and seed) rather than counting them again: a single attack's counts do
+not depend on how the portfolio chooses, so a change to the choice alone needs only
+the portfolio's columns redrawn.
+
 ``--ideal-only`` runs the portfolio without the float attacks and the ceiling
 alone (no singles, no full portfolio), over ``--seeds``; ``--summary FILE`` prints
 each case's ratios to the ceiling per seed and their mean from such files
@@ -63,10 +68,13 @@ def _run(name: str, attack, draws: int, seed: int):
     return r, time.perf_counter() - start
 
 
-def bench_case(name: str, draws: int, seed: int) -> dict:
+def bench_case(name: str, draws: int, seed: int, singles: dict | None = None) -> dict:
+    """The row of one case; ``singles`` (label -> bound) reuses the single attacks'
+    bounds of an earlier run on the same draws instead of counting them again."""
     auto, seconds = _run(name, "auto", draws, seed)
-    singles = {}
-    for label in SINGLES:
+    labels = () if singles is not None else SINGLES
+    singles = dict(singles or {})
+    for label in labels:
         try:
             r, _ = _run(name, auto_attack(candidates=(label,)), draws, seed)
         except ValueError as err:  # not applicable to this case
@@ -177,11 +185,18 @@ def main() -> None:
     p.add_argument("--seeds", default=None, help="comma-separated (--ideal-only)")
     p.add_argument("--ideal-only", action="store_true")
     p.add_argument("--summary", default=None, metavar="FILE")
+    p.add_argument("--reuse-singles", default=None, metavar="FILE")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     if args.summary:
         summary(args.summary)
         return
+    earlier = {}
+    if args.reuse_singles:
+        with open(args.reuse_singles) as f:
+            earlier = {
+                (r["case"], r["draws"], r["seed"]): r["singles"] for r in json.load(f)
+            }
     rows = []
     if args.ideal_only:
         seeds = [int(x) for x in (args.seeds or str(args.seed)).split(",")]
@@ -206,7 +221,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in (int(float(x)) for x in args.draws.split(",")):
         for name in args.cases or SUITE:
-            row = bench_case(name, n, args.seed)
+            row = bench_case(name, n, args.seed, earlier.get((name, n, args.seed)))
             rows.append(row)
             top = row.get("ceiling")
             shown = ("—", "—", "—")

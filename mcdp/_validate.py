@@ -28,6 +28,13 @@ def positive(name: str, value: object) -> float:
     return float(value)
 
 
+def nonnegative(name: str, value: object) -> float:
+    """``value`` is a finite real number >= 0."""
+    if not _is_real(value) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"Expected {name} >= 0 (finite), got {value!r}.")
+    return float(value)
+
+
 def open_unit(name: str, value: object) -> float:
     """``value`` lies strictly between 0 and 1."""
     if not _is_real(value) or not 0 < value < 1:

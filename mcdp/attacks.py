@@ -674,11 +674,25 @@ AUTO_CANDIDATES = (
 )  # fmt: skip
 
 
+# How many standard deviations of the best promise a later candidate must promise
+# beyond an earlier one to displace it (the one-standard-error rule of model
+# selection). On the selection draws a promise is uncertain by several times the
+# counted sample's spread (the judged half is a twentieth of the counted draws at
+# N = 1e7), and candidates within that luck of each other were chosen by it: the
+# MLP and the histogram over the logistic scorer on svt6 and numerical-svt at 1e7,
+# the bit-pattern scorer over it on report-noisy-max4 at 1e6, each counting less
+# than the logistic scorer would have (benchmarks/RESULTS.md). The order of
+# AUTO_CANDIDATES is the prior that breaks such near-ties: the exact loss first,
+# the fixed events next, then the scorers from the most constrained.
+CHOICE_MARGIN = 1.0
+
+
 class AutoSettings(NamedTuple):
     train_draws: int | None = None  # None: from the counted sample's size
     select_draws: int | None = None
     max_events: int = MAX_EVENTS
     candidates: tuple[str, ...] = AUTO_CANDIDATES
+    margin: float = CHOICE_MARGIN
 
 
 class _Candidate(NamedTuple):
@@ -760,14 +774,39 @@ def _few_values(scores: np.ndarray) -> bool:
     return np.unique(scores).size <= HISTOGRAM_VALUES
 
 
+def _promise(k_first, k_second, events, *, n, estimate=False, **bound):
+    """A candidate's score, the best bound its events promise from their judged
+    counts, and the standard deviation of that promise."""
+    values, sds = learning.promises_of_counts(
+        k_first, n, k_second, n, num_events=events, estimate=estimate, **bound
+    )
+    if values.size == 0:
+        return -math.inf, math.inf
+    at = int(np.argmax(values))
+    return float(values[at]), float(sds[at])
+
+
+def _choice(scores: Sequence[float], spreads: Sequence[float], margin: float) -> int:
+    """The first candidate, in the portfolio's order, whose score is within
+    ``margin`` standard deviations of the best score (the spread of the best
+    candidate's promise) and, where the best promises a positive bound, is itself
+    positive: a later candidate displaces an earlier one only by promising more
+    than the luck of the judged counts explains."""
+    best = int(np.argmax(scores))  # the first of equals
+    floor = scores[best] - margin * spreads[best]
+    if scores[best] > 0:  # one that promises no bound never displaces one that does
+        floor = max(floor, math.nextafter(0.0, 1.0))
+    return next(j for j, s in enumerate(scores) if s >= floor)
+
+
 def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attack, Any]:
     """Prepares every applicable candidate on a training sample, scores each on a
     selection sample by the bound its events promise on the counted sample
-    (:func:`mcdp.learning.predicted_bounds_of_counts`; a scorer's thresholds chosen
-    on the sample's first half, every candidate judged on its second), and returns
-    the best one alone, a scorer with thresholds chosen on the whole selection
-    sample: only its events reach the counted sample, so only they enter the
-    correction. Both samples come from ``context.key``, which the counted sample
+    (:func:`mcdp.learning.promises_of_counts`; a scorer's thresholds chosen on the
+    sample's first half, every candidate judged on its second), and returns the one
+    :func:`_choice` takes alone, a scorer with thresholds chosen on the whole
+    selection sample: only its events reach the counted sample, so only they enter
+    the correction. Both samples come from ``context.key``, which the counted sample
     never uses."""
     mech, pair, params, dtype = (
         context.mechanism, context.pair, context.params, context.dtype,
@@ -803,7 +842,7 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
         learning.select_thresholds, draws=draws, confidence=confidence,
         max_events=settings.max_events, epsilon=context.epsilon, delta=context.delta,
     )  # fmt: skip
-    scores, counts, choices = [], [], []  # choices: how each scorer chooses
+    counts, choices = [], []  # choices: how each scorer chooses
     for j, candidate in enumerate(candidates):
         judged = values[:, half:, j]
         if candidate.label == "lr":  # a hair below the loss's atoms
@@ -826,24 +865,19 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
             ]
             events = max(k - 1, 1)
         counts.append((*at_least, events))
-        predicted = learning.predicted_bounds_of_counts(
-            at_least[0], n, at_least[1], n, draws=draws, confidence=confidence,
-            num_events=events, epsilon=context.epsilon, delta=context.delta,
-        )  # fmt: skip
-        scores.append(float(np.max(predicted, initial=-np.inf)))
+    promise = functools.partial(
+        _promise, n=n, draws=draws, confidence=confidence,
+        epsilon=context.epsilon, delta=context.delta,
+    )  # fmt: skip
+    scores, spreads = zip(*(promise(*c) for c in counts), strict=True)
     if max(scores) <= 0:
         # Nothing promises a positive bound at the judged rates' pessimistic ends
         # (a small selection sample): compare the bounds at the rates themselves
         # instead, rather than let the order of the candidates decide.
-        scores = [
-            float(np.max(learning.predicted_bounds_of_counts(
-                k_first, n, k_second, n, draws=draws, confidence=confidence,
-                num_events=events, epsilon=context.epsilon, delta=context.delta,
-                estimate=True,
-            ), initial=-np.inf))
-            for k_first, k_second, events in counts
-        ]  # fmt: skip
-    best = int(np.argmax(scores))  # the first of equals: the order breaks ties
+        scores, spreads = zip(
+            *(promise(*c, estimate=True) for c in counts), strict=True
+        )
+    best = _choice(scores, spreads, settings.margin)
     table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
     winner = candidates[best]
     if winner.attack is not None:
@@ -877,6 +911,7 @@ def auto_attack(
     select_draws: int | None = None,
     max_events: int = MAX_EVENTS,
     candidates: Sequence[str] = AUTO_CANDIDATES,
+    margin: float = CHOICE_MARGIN,
 ) -> Attack:
     """The portfolio (``ATTACKS["auto"]`` has the defaults): every applicable
     attack is prepared, the best on fresh draws is counted.
@@ -897,9 +932,13 @@ def auto_attack(
     half (the scorers, the loss and the histogram after choosing their
     ``max_events`` thresholds on its first half, so that no promise is that of
     thresholds fitted to the draws that judge them), and hands the counted sample
-    to the best alone, its thresholds chosen on the whole selection sample, so the
+    to one alone, its thresholds chosen on the whole selection sample, so the
     correction counts its events only and the bound is valid whatever was
-    compared. Scores of at most :data:`HISTOGRAM_VALUES` distinct values choose by
+    compared. The one is the first, in the order of :data:`AUTO_CANDIDATES`, whose
+    score is within ``margin`` standard deviations of the best score (the spread
+    of the best candidate's promise on the judged counts,
+    :func:`mcdp.learning.promises_of_counts`); ``margin=0`` takes the best score.
+    Scores of at most :data:`HISTOGRAM_VALUES` distinct values choose by
     :data:`DISCRETE_CHOICE`. The sample sizes default to the learned attack's
     (:func:`learned_sizes`). The result's ``attack`` names the winner;
     ``Attack.selection`` (the records' ``selection``) keeps every score. Where no
@@ -909,6 +948,9 @@ def auto_attack(
     Args:
       candidates: the labels to consider, from :data:`AUTO_CANDIDATES`; one not
         applicable to the mechanism is skipped.
+      margin: how many standard deviations of the best promise a later candidate
+        must promise beyond an earlier one to be chosen over it
+        (:data:`CHOICE_MARGIN`), a finite number >= 0.
     """
     chosen = tuple(dict.fromkeys(candidates))
     for label in chosen:
@@ -920,6 +962,7 @@ def auto_attack(
         select_draws=_validate.draws_or_none("select_draws", select_draws),
         max_events=_validate.integer("max_events", max_events, low=1, high=64),
         candidates=chosen,
+        margin=_validate.nonnegative("margin", margin),
     )
     return Attack(
         "auto", 0, _unprepared, prepare=functools.partial(_prepare_auto, settings)

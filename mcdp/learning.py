@@ -433,14 +433,14 @@ def predicted_bounds(
     for s in (s_first, s_second):
         ordered = np.sort(s)
         counts.append(len(s) - np.searchsorted(ordered, thresholds, side="left"))
-    return predicted_bounds_of_counts(
+    return promises_of_counts(
         counts[0], len(s_first), counts[1], len(s_second), draws=draws,
         confidence=confidence, num_events=num_events, epsilon=epsilon, delta=delta,
         estimate=estimate,
-    )  # fmt: skip
+    )[0]  # fmt: skip
 
 
-def predicted_bounds_of_counts(
+def promises_of_counts(
     k_first: np.ndarray,
     n_first: int,
     k_second: np.ndarray,
@@ -452,14 +452,21 @@ def predicted_bounds_of_counts(
     epsilon: float,
     delta: float,
     estimate: bool = False,
-) -> np.ndarray:
-    """:func:`predicted_bounds` from the counts of the events ``{s >= t}`` among
-    ``n_first`` and ``n_second`` outputs of each input (arrays over the events);
+) -> tuple[np.ndarray, np.ndarray]:
+    r""":func:`predicted_bounds` from the counts of the events ``{s >= t}`` among
+    ``n_first`` and ``n_second`` outputs of each input (arrays over the events;
     ``estimate=True`` takes the rates themselves rather than their pessimistic
-    ends."""
+    ends) and, per event, the standard deviation of the bound that its best set
+    and order measure on this sample (the delta method on the two binomial
+    counts, each with half a count added so that an empty cell is finite):
+    :math:`\sqrt{(1-p)/(np) + (1-q)/(mq)}` for the log ratio :math:`\ln p/q`
+    where ``delta`` is 0, else
+    :math:`\sqrt{p(1-p)/n + e^{2\varepsilon} q(1-q)/m}`. It is how far the
+    promise moves with the luck of the counts that judge it."""
     k_first, k_second = np.asarray(k_first), np.asarray(k_second)
     per_interval = 1 - (1 - confidence) / (2 * num_events)
     best = np.full(k_first.shape, -np.inf)
+    spread = np.full(k_first.shape, np.inf)
     events = (  # (count, size) under each input, for {s >= t} and {s < t}
         ((k_first, n_first), (k_second, n_second)),
         ((n_first - k_first, n_first), (n_second - k_second, n_second)),
@@ -473,13 +480,22 @@ def predicted_bounds_of_counts(
                 _, p_low = clopper_pearson_arrays(*low, SELECTION_CONFIDENCE)
             lower, _ = clopper_pearson_arrays(p_high * draws, draws, per_interval)
             _, upper = clopper_pearson_arrays(p_low * draws, draws, per_interval)
+            (k_h, n_h), (k_l, n_l) = high, low
+            r_h, r_l = (k_h + 0.5) / (n_h + 1), (k_l + 0.5) / (n_l + 1)
             with np.errstate(divide="ignore"):
                 if delta == 0:
                     value = np.log(lower) - np.log(upper)
+                    sd = np.sqrt((1 - r_h) / (n_h * r_h) + (1 - r_l) / (n_l * r_l))
                 else:
                     value = lower - math.exp(epsilon) * upper
-            best = np.maximum(best, value)
-    return best
+                    sd = np.sqrt(
+                        r_h * (1 - r_h) / n_h
+                        + math.exp(2 * epsilon) * r_l * (1 - r_l) / n_l
+                    )
+            better = value > best
+            best = np.where(better, value, best)
+            spread = np.where(better, sd, spread)
+    return best, spread
 
 
 def select_thresholds(

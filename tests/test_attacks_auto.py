@@ -108,6 +108,28 @@ def test_auto_options_are_checked():
         )  # fmt: skip
 
 
+def test_a_later_candidate_displaces_an_earlier_one_only_beyond_the_margin():
+    """The choice among promises (scores) with their spreads: the earlier of two
+    within ``margin`` spreads of the best is kept, one further below is passed
+    over, margin 0 takes the best, equals go to the earlier, and a candidate that
+    promises no bound never displaces one that does, however wide its spread."""
+    choice = attacks._choice
+    scores, spreads = (0.20, 0.23, 0.25), (0.01, 0.01, 0.04)
+    assert choice(scores, spreads, 2.0) == 0  # 0.20 >= 0.25 - 2 * 0.04
+    assert choice(scores, spreads, 1.0) == 1  # 0.20 < 0.25 - 0.04 <= 0.23
+    assert choice(scores, spreads, 0.0) == 2
+    assert choice((0.1, 0.1), (0.0, 0.0), 0.0) == 0
+    assert choice((-0.01, 0.05), (0.0, 0.2), 1.0) == 1
+    assert choice((0.0, 0.05), (0.0, 0.2), 1.0) == 1
+    # nothing promises a bound: the order within the margin still decides
+    assert choice((-0.02, -0.01), (0.0, 0.05), 1.0) == 0
+    assert attacks.AutoSettings().margin == attacks.CHOICE_MARGIN == 1.0
+    with pytest.raises(ValueError, match="margin >= 0"):
+        auto_attack(margin=-0.5)
+    with pytest.raises(ValueError, match="margin >= 0"):
+        auto_attack(margin=math.inf)
+
+
 def test_auto_with_one_candidate_counts_what_that_attack_counts():
     """Restricted to the majority vote (no preparation of its own), the portfolio
     hands the counted draws to the same event: the counts are the attack's, draw

@@ -1,6 +1,8 @@
 """The learned attack's features, training and sample sizes (mcdp.learning and
 mcdp.attacks.learned_sizes)."""
 
+import math
+
 import jax
 import numpy as np
 import pytest
@@ -147,3 +149,50 @@ def test_select_thresholds_skips_near_events_by_the_given_factor():
     assert 3_000 in upper_counts(2.0) and 5_200 not in upper_counts(2.0)
     with pytest.raises(ValueError, match="near > 1"):
         learning.select_thresholds(first, second, near=1.0, **common)
+
+
+def _exact_sd(n, p, m, q, f):
+    """The standard deviation of f(K, L) for independent K ~ Bin(n, p) and
+    L ~ Bin(m, q), summed over both pmfs."""
+    from scipy import stats
+
+    k, l_ = np.arange(n + 1), np.arange(m + 1)
+    wk, wl = stats.binom.pmf(k, n, p), stats.binom.pmf(l_, m, q)
+    values = f(k[:, None], l_[None, :])
+    weights = wk[:, None] * wl[None, :]
+    mean = (weights * values).sum()
+    return float(np.sqrt((weights * (values - mean) ** 2).sum()))
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-3])
+def test_a_promise_spreads_as_its_best_event_counts_vary(delta):
+    """The spread of each event's promise is the standard deviation of what its
+    best set and order measure on counts of that size (the log ratio for delta 0,
+    p - e^eps q else): within 2 % of the exact one over the binomial pmfs. The
+    second event's best set is its lower set {s < t}, whose counts are n - k."""
+    n, eps = 4_000, 0.5
+    k_first, k_second = np.array([200, 3_000]), np.array([100, 3_700])
+    common = dict(draws=10**6, confidence=0.9, num_events=2, epsilon=eps)
+    values, spreads = learning.promises_of_counts(
+        k_first, n, k_second, n, delta=delta, **common
+    )
+    # scores with these counts at or above the thresholds 1.5 and 0.5
+    first = np.repeat([2.0, 1.0, 0.0], [200, 2_800, 1_000])
+    second = np.repeat([2.0, 1.0, 0.0], [100, 3_600, 300])
+    np.testing.assert_array_equal(
+        values,
+        learning.predicted_bounds(
+            first, second, np.array([1.5, 0.5]), delta=delta, **common
+        ),
+    )
+
+    def measured(k, l_):
+        p, q = (k + 0.5) / (n + 1), (l_ + 0.5) / (n + 1)
+        return np.log(p / q) if delta == 0 else p - math.exp(eps) * q
+
+    # event 0 speaks for the first input with its upper set (200 against 100
+    # outputs at or above t), event 1 with its lower set (1,000 against 300 below)
+    rates = [(200 / n, 100 / n), (1_000 / n, 300 / n)]
+    for spread, (p, q) in zip(spreads, rates, strict=True):
+        exact = _exact_sd(n, p, n, q, measured)
+        assert spread == pytest.approx(exact, rel=0.02)
