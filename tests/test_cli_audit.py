@@ -125,6 +125,25 @@ def test_delta_audit_defaults_and_table(capsys):
     assert "auto chose" in out and "promised on the selection draws: " in out
 
 
+def test_the_selection_line_says_why_a_lower_promise_was_chosen():
+    """The portfolio's line ranks the promises, best first, and says why the one
+    counted is not the best where it is not (the choice margin)."""
+    from types import SimpleNamespace
+
+    from mcdp.cli._text import _selection_line
+
+    selection = {"learned": 0.21, "learned-mlp": 0.24, "majority": -0.01}
+    (kept,) = _selection_line(SimpleNamespace(attack="learned", selection=selection))
+    assert kept.startswith(
+        "auto chose learned; promised on the selection draws: "
+        "learned-mlp 0.24, learned 0.21, majority -0.01 (learned is earlier"
+    )
+    (best,) = _selection_line(
+        SimpleNamespace(attack="learned-mlp", selection=selection)
+    )
+    assert best.endswith("majority -0.01")
+
+
 @pytest.mark.parametrize(
     "extra,name",
     [

@@ -127,12 +127,19 @@ def round_line(r: TargetWidthResult) -> str:
 
 
 def _selection_line(r: DeltaAuditResult) -> list[str]:
-    """What the portfolio compared on its selection draws, the winner first."""
+    """What the portfolio compared on its selection draws, the best promise first,
+    and why it chose another where it did."""
     if not r.selection:
         return []
     ranked = sorted(r.selection.items(), key=lambda item: -item[1])
     scores = ", ".join(f"{name} {_fmt(score)}" for name, score in ranked)
-    return [f"auto chose {r.attack}; promised on the selection draws: {scores}"]
+    line = f"auto chose {r.attack}; promised on the selection draws: {scores}"
+    if ranked[0][1] > r.selection.get(r.attack, ranked[0][1]):
+        line += (
+            f" ({r.attack} is earlier in the portfolio's order and within the "
+            "margin of the best promise's noise)"
+        )
+    return [line]
 
 
 def _datasets_lines(r: DeltaAuditResult) -> list[str]:
