@@ -9,6 +9,7 @@ import math
 import os
 
 import jax
+import numpy as np
 import pytest
 from scipy import integrate, stats
 
@@ -68,6 +69,18 @@ def binomial_region(draws: int, p: float) -> tuple[int, int]:
     low = int(stats.binom.ppf(FAIL_PROB / 2, draws, p))
     high = int(stats.binom.isf(FAIL_PROB / 2, draws, p))
     return low, high
+
+
+def binomial_variance(n: int, p: float, f) -> float:
+    """Var[f(K)] for K ~ Binomial(n, p), summed over the pmf within 12 standard
+    deviations of the mean (counts >= 1; ``f`` takes an array of counts)."""
+    sd = math.sqrt(n * p * (1 - p))
+    k = np.arange(max(1, int(n * p - 12 * sd)), int(n * p + 12 * sd) + 1)
+    w = stats.binom.pmf(k, n, p)
+    w = w / w.sum()
+    values = f(k)
+    mean = np.sum(w * values)
+    return float(np.sum(w * (values - mean) ** 2))
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ from mcdp.mechanisms import _svt_exact as svt_exact
 from mcdp.mechanisms.counting import geo_sample_counts
 from mcdp.pairs import make_pair
 
+from conftest import binomial_variance
+
 CONFIDENCE, EVENTS = 0.9, 3  # the suite's audits: DP-Sniper's 90 %, three events
 DRAWS = (10**5, 10**8, 10**10, 10**13)
 
@@ -188,22 +190,13 @@ def test_more_events_or_more_confidence_lower_the_ceiling():
     assert ceiling("svt1", "x-shuffle", 10**7, confidence=0.99).value < base
 
 
-def _log_count_variance(n: int, p: float) -> float:
-    """Var[ln K] for K ~ Binomial(n, p), summed over the pmf within 12 sd."""
-    sd = math.sqrt(n * p * (1 - p))
-    k = np.arange(max(1, int(n * p - 12 * sd)), int(n * p + 12 * sd) + 1)
-    w = stats.binom.pmf(k, n, p)
-    w = w / w.sum()
-    mean = np.sum(w * np.log(k))
-    return float(np.sum(w * (np.log(k) - mean) ** 2))
-
-
 def test_spread_is_the_sd_of_the_counted_log_ratio():
     # the delta method against the exact variance of ln(K_x / K_x') at the
     # attaining event's binomial counts: equal to 0.1 % at these counts
     got = ceiling("svt1", "x-shuffle", 10**7)
     exact = math.sqrt(
-        _log_count_variance(got.draws, got.p) + _log_count_variance(got.draws, got.q)
+        binomial_variance(got.draws, got.p, np.log)
+        + binomial_variance(got.draws, got.q, np.log)
     )
     assert got.spread == pytest.approx(exact, rel=1e-3)
     assert 0.03 < got.spread / got.value < 0.045  # svt1 at 1e7: 3.8 % of the bound

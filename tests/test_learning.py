@@ -11,6 +11,8 @@ from mcdp import learning
 from mcdp.attacks import learned_sizes
 from mcdp.sampling import cell_key
 
+from conftest import binomial_variance
+
 
 def _mixed(rng, n):
     """Sparse Vector's svt3 shape: a code or a continuous value per coordinate."""
@@ -151,19 +153,6 @@ def test_select_thresholds_skips_near_events_by_the_given_factor():
         learning.select_thresholds(first, second, near=1.0, **common)
 
 
-def _exact_sd(n, p, m, q, f):
-    """The standard deviation of f(K, L) for independent K ~ Bin(n, p) and
-    L ~ Bin(m, q), summed over both pmfs."""
-    from scipy import stats
-
-    k, l_ = np.arange(n + 1), np.arange(m + 1)
-    wk, wl = stats.binom.pmf(k, n, p), stats.binom.pmf(l_, m, q)
-    values = f(k[:, None], l_[None, :])
-    weights = wk[:, None] * wl[None, :]
-    mean = (weights * values).sum()
-    return float(np.sqrt((weights * (values - mean) ** 2).sum()))
-
-
 @pytest.mark.parametrize("delta", [0.0, 1e-3])
 def test_a_promise_spreads_as_its_best_event_counts_vary(delta):
     """The spread of each event's promise is the standard deviation of what its
@@ -186,13 +175,18 @@ def test_a_promise_spreads_as_its_best_event_counts_vary(delta):
         ),
     )
 
-    def measured(k, l_):
-        p, q = (k + 0.5) / (n + 1), (l_ + 0.5) / (n + 1)
-        return np.log(p / q) if delta == 0 else p - math.exp(eps) * q
+    # what the event measures is f(K) - g(L) for the independent counts K, L of
+    # its two inputs, so its variance is Var f(K) + Var g(L)
+    def rate(k):
+        return (k + 0.5) / (n + 1)
 
+    if delta == 0:
+        f = g = lambda k: np.log(rate(k))
+    else:
+        f, g = rate, lambda k: math.exp(eps) * rate(k)
     # event 0 speaks for the first input with its upper set (200 against 100
     # outputs at or above t), event 1 with its lower set (1,000 against 300 below)
     rates = [(200 / n, 100 / n), (1_000 / n, 300 / n)]
     for spread, (p, q) in zip(spreads, rates, strict=True):
-        exact = _exact_sd(n, p, n, q, measured)
+        exact = math.sqrt(binomial_variance(n, p, f) + binomial_variance(n, q, g))
         assert spread == pytest.approx(exact, rel=0.02)
