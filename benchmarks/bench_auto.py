@@ -55,6 +55,10 @@ SINGLES = tuple(c for c in AUTO_CANDIDATES if c != "structure")  # no datasets h
 # the portfolio without the attacks on float artefacts: what it finds of the ideal
 # mechanism, whose ceiling mcdp.ceiling computes
 IDEAL = tuple(c for c in SINGLES if c not in ("float-support", "learned-bits"))
+# --with-inputs: the ideal portfolio and the scorer at the inputs' values, last (the
+# other candidates keep their keys, so a row that does not choose it counts as
+# the ideal portfolio's row of the same seed)
+IDEAL_WITH_INPUTS = (*IDEAL, "learned-inputs")
 
 
 def _run(name: str, attack, draws: int, seed: int):
@@ -114,12 +118,15 @@ IDEAL_FIELDS = (
 )  # fmt: skip
 
 
-def ideal_case(name: str, draws: int, seed: int) -> dict:
+def ideal_case(
+    name: str, draws: int, seed: int, candidates: tuple[str, ...] = IDEAL
+) -> dict:
     """The portfolio without the float attacks against the ceiling at ``draws``."""
-    ideal, seconds = _run(name, auto_attack(candidates=IDEAL), draws, seed)
+    ideal, seconds = _run(name, auto_attack(candidates=candidates), draws, seed)
     top = ceiling(name, pair_of(name), draws, CONFIDENCE)
     return {
         "case": name, "pair": pair_of(name), "draws": draws, "seed": seed,
+        **({} if candidates == IDEAL else {"candidates": list(candidates)}),
         "ideal": ideal.epsilon_lower, "ideal_chose": ideal.attack,
         "selection": dict(ideal.selection or {}),
         "ideal_seconds": seconds,
@@ -184,6 +191,10 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", default=None, help="comma-separated (--ideal-only)")
     p.add_argument("--ideal-only", action="store_true")
+    p.add_argument(
+        "--with-inputs", action="store_true",
+        help="--ideal-only with the scorer at the inputs' values (learned-inputs)",
+    )  # fmt: skip
     p.add_argument("--summary", default=None, metavar="FILE")
     p.add_argument("--reuse-singles", default=None, metavar="FILE")
     p.add_argument("--json", default=None)
@@ -204,7 +215,8 @@ def main() -> None:
         for n in (int(float(x)) for x in args.draws.split(",")):
             for seed in seeds:
                 for name in cases:
-                    rows.append(ideal_case(name, n, seed))
+                    candidates = IDEAL_WITH_INPUTS if args.with_inputs else IDEAL
+                    rows.append(ideal_case(name, n, seed, candidates))
                     r = rows[-1]
                     print(
                         f"{name} N={n:.0e} seed={seed}: {r['ideal']:.4g} "

@@ -666,12 +666,17 @@ _SCORERS = {
     "learned": ("logistic", "moments"),
     "learned-mlp": ("mlp", "moments"),
     "learned-bits": ("logistic", "bits"),
+    "learned-inputs": ("logistic", "ramps"),  # hinges at the inputs' values only
 }
-# Every candidate, in the order that breaks ties (the cheaper, fixed events first).
+# The default candidates, in the order that breaks ties (the cheaper, fixed events
+# first).
 AUTO_CANDIDATES = (
-    "lr", "structure", "majority", "support", "float-support", *_SCORERS,
-    "histogram",
+    "lr", "structure", "majority", "support", "float-support", "learned",
+    "learned-mlp", "learned-bits", "histogram",
 )  # fmt: skip
+# Every candidate that the portfolio accepts: the defaults and, after them, the
+# scorer whose hinges sit at the inputs' values (it assumes most of the scorers).
+CANDIDATES = (*AUTO_CANDIDATES, "learned-inputs")
 
 
 # How many standard deviations of the best promise a later candidate must promise
@@ -754,12 +759,18 @@ def _prepared_candidates(
                 out.append(_Candidate(label, histogram_score, table, None, label))
             continue
         elif label in _SCORERS:
+            knots = None
+            if label == "learned-inputs":
+                knots = learning.input_knots(context.transformed)
+                if knots is None or _discrete(outputs):
+                    continue  # too many input values, or no continuous output
             model, features = _SCORERS[label]
             key = jax.random.fold_in(jax.random.fold_in(context.key, 2), i)
             with jax.enable_x64(dtype == "float64"):
                 scorer = learning.fit(
-                    key, outputs[0], outputs[1], model=model, feature_set=features
-                )
+                    key, outputs[0], outputs[1], model=model, feature_set=features,
+                    knots=knots,
+                )  # fmt: skip
             score = learning.SCORES_BY_FEATURES[features][model]
             out.append(_Candidate(label, score, scorer, None, model, features))
             continue
@@ -926,15 +937,19 @@ def auto_attack(
     outputs' moments, logistic regression on their float bit patterns) and, for
     outputs of at most :data:`HISTOGRAM_VALUES` distinct values, the histogram: each
     value's log ratio of training frequencies (the plug-in likelihood ratio),
-    thresholds chosen as for the scorers. On a selection sample of ``select_draws``
-    per input, it scores each by the best lower bound its events promise on the
-    counted sample, at the pessimistic ends of their rates on the sample's second
-    half (the scorers, the loss and the histogram after choosing their
-    ``max_events`` thresholds on its first half, so that no promise is that of
-    thresholds fitted to the draws that judge them), and hands the counted sample
-    to one alone, its thresholds chosen on the whole selection sample, so the
+    thresholds chosen as for the scorers. Asked for (it is not among the
+    defaults), ``"learned-inputs"`` adds, for outputs that are not discrete and a
+    pair of at most :data:`mcdp.learning.MAX_INPUT_KNOTS` distinct values,
+    logistic regression on pieces that bend at those values only
+    (:func:`mcdp.learning.input_knots`, :func:`mcdp.learning.ramp_features`).
+    On a selection sample of ``select_draws`` per input, it scores each by the best
+    lower bound its events promise on the counted sample, at the pessimistic ends of
+    their rates on the sample's second half (the scorers, the loss and the histogram
+    after choosing their ``max_events`` thresholds on its first half, so that no promise
+    is that of thresholds fitted to the draws that judge them), and hands the counted
+    sample to one alone, its thresholds chosen on the whole selection sample, so the
     correction counts its events only and the bound is valid whatever was
-    compared. The one is the first, in the order of :data:`AUTO_CANDIDATES`, whose
+    compared. The one is the first, in the order of ``candidates``, whose
     score is within ``margin`` standard deviations of the best score (the spread
     of the best candidate's promise on the judged counts,
     :func:`mcdp.learning.promises_of_counts`); ``margin=0`` takes the best score.
@@ -946,15 +961,15 @@ def auto_attack(
     small selection sample), the scores are the bounds at the rates themselves.
 
     Args:
-      candidates: the labels to consider, from :data:`AUTO_CANDIDATES`; one not
-        applicable to the mechanism is skipped.
+      candidates: the labels to consider, from :data:`CANDIDATES` (by default
+        :data:`AUTO_CANDIDATES`); one not applicable to the mechanism is skipped.
       margin: how many standard deviations of the best promise a later candidate
         must promise beyond an earlier one to be chosen over it
         (:data:`CHOICE_MARGIN`), a finite number >= 0.
     """
     chosen = tuple(dict.fromkeys(candidates))
     for label in chosen:
-        _validate.one_of("candidates", label, AUTO_CANDIDATES)
+        _validate.one_of("candidates", label, CANDIDATES)
     if not chosen:
         raise ValueError("Expected at least one candidate for attack 'auto'.")
     settings = AutoSettings(

@@ -105,9 +105,33 @@ class Basis(NamedTuple):
     knots: Array
 
 
-def find_basis(y: np.ndarray) -> Basis:
+def find_basis(y: np.ndarray, knots: np.ndarray | None = None) -> Basis:
+    """The atoms of ``y`` and the hinges: its quantiles (:func:`find_knots`), or
+    the given ``knots`` (sorted values) on every coordinate that has values other
+    than atoms and NaN."""
     atoms = find_atoms(y)
-    return Basis(atoms, find_knots(y, atoms))
+    if knots is None:
+        return Basis(atoms, find_knots(y, atoms))
+    quantiles = find_knots(y, atoms)[:, :1]  # NaN where a coordinate has none
+    knots = np.asarray(knots, dtype=quantiles.dtype)[None, :]
+    return Basis(atoms, np.where(np.isnan(quantiles), np.nan, knots))
+
+
+MAX_INPUT_KNOTS = 8  # the most distinct input values that become knots
+
+
+def input_knots(pair: np.ndarray) -> np.ndarray | None:
+    """The distinct finite values of the pair's inputs, sorted, where there are at
+    most :data:`MAX_INPUT_KNOTS`; else ``None``. Noise added to an input's
+    coordinates has a log-likelihood ratio that bends at the inputs' values and
+    nowhere else (Laplace: linear between :math:`x_i` and :math:`x'_i`, flat
+    beyond), so hinges there and only there fit it with a few weights."""
+    try:
+        values = np.unique(np.asarray(pair, dtype=np.float64))
+    except (TypeError, ValueError):  # inputs that are not one array of numbers
+        return None
+    values = values[np.isfinite(values)]
+    return values if 0 < values.size <= MAX_INPUT_KNOTS else None
 
 
 def feature_parts(y: Array, basis: Basis | None = None) -> tuple[Array, ...]:
@@ -139,6 +163,24 @@ def feature_parts(y: Array, basis: Basis | None = None) -> tuple[Array, ...]:
     )
 
 
+def ramp_feature_parts(y: Array, basis: Basis | None = None) -> tuple[Array, ...]:
+    r""":func:`feature_parts` with each hinge but the last bounded by the next knot,
+    :math:`\min(\max(0, y - t_k), t_{k+1} - t_k)`: the same piecewise-linear
+    functions, as pieces that stay flat beyond their interval. Adam then fits a
+    flat tail without cancelling the large, correlated values of every hinge
+    against the value's (numerical-svt: the a-posteriori best bound of the trained
+    scorer 0.0285 with hinges, 0.0445 with ramps, on the same knots at the inputs'
+    values)."""
+    value, hinges, *rest = feature_parts(y, basis)
+    if basis is None:
+        return (value, hinges, *rest)
+    knots = basis.knots
+    width = jnp.concatenate([knots[:, 1:] - knots[:, :-1], knots[:, :1]], axis=1)
+    last = jnp.arange(knots.shape[1])[None, :] == knots.shape[1] - 1
+    width = jnp.where(last | jnp.isnan(width), jnp.inf, width)
+    return (value, jnp.minimum(hinges, width[None]), *rest)
+
+
 def _flat(parts: tuple[Array, ...]) -> Array:
     return jnp.concatenate([p.reshape(p.shape[0], -1) for p in parts], axis=-1)
 
@@ -150,7 +192,7 @@ def features(y: Array, basis: Basis | None = None) -> Array:
 
 
 BITS = 8  # low mantissa bits per coordinate in the "bits" features
-FEATURE_SETS = ("moments", "bits")
+FEATURE_SETS = ("moments", "bits", "ramps")
 
 
 def float_bits(y: Array) -> tuple[Array, Array, Array]:
@@ -195,7 +237,12 @@ def bit_features(y: Array, basis: Basis | None = None) -> Array:
     return _flat(bit_feature_parts(y, basis))
 
 
-FEATURES = {"moments": features, "bits": bit_features}
+def ramp_features(y: Array, basis: Basis | None = None) -> Array:
+    """The blocks of :func:`ramp_feature_parts` side by side: shape ``(n, F)``."""
+    return _flat(ramp_feature_parts(y, basis))
+
+
+FEATURES = {"moments": features, "bits": bit_features, "ramps": ramp_features}
 
 
 class Scorer(NamedTuple):
@@ -268,6 +315,10 @@ SCORES_BY_FEATURES = {
         "logistic": partial(score_logistic, parts=bit_feature_parts),
         "mlp": partial(score_mlp, parts=bit_feature_parts),
     },
+    "ramps": {
+        "logistic": partial(score_logistic, parts=ramp_feature_parts),
+        "mlp": partial(score_mlp, parts=ramp_feature_parts),
+    },
 }
 
 
@@ -292,6 +343,7 @@ def fit(
     steps: int = STEPS,
     learning_rate: float = LEARNING_RATE,
     feature_set: str = "moments",
+    knots: np.ndarray | None = None,
 ) -> Scorer:
     """Trains a scorer that separates ``y_first`` (outputs of the first input, label
     1) from ``y_second`` (label 0) by the binary cross-entropy of its logit, with
@@ -307,8 +359,10 @@ def fit(
       y_first, y_second: outputs, shape ``(n, ...)`` each.
       model: ``"logistic"`` or ``"mlp"``.
       steps, learning_rate: Adam's steps and initial step size.
-      feature_set: ``"moments"`` (:func:`features`) or ``"bits"``
-        (:func:`bit_features`).
+      feature_set: ``"moments"`` (:func:`features`), ``"bits"``
+        (:func:`bit_features`) or ``"ramps"`` (:func:`ramp_features`).
+      knots: the hinges of every coordinate with values other than atoms (sorted
+        values, :func:`input_knots`); by default its quantiles (:func:`find_basis`).
     """
     dtype = jnp.result_type(float)
     pooled = np.concatenate([np.asarray(y_first), np.asarray(y_second)])
@@ -318,7 +372,7 @@ def fit(
         order = np.random.default_rng(SHUFFLE_SEED).permutation(rows)
         pooled, labels = pooled[order], labels[order]
     batch = min(rows, BATCH)
-    basis = jax.tree.map(lambda a: jnp.asarray(a, dtype), find_basis(pooled))
+    basis = jax.tree.map(lambda a: jnp.asarray(a, dtype), find_basis(pooled, knots))
     y = jnp.asarray(pooled, dtype)
     labels = jnp.asarray(labels, dtype)
     phi = FEATURES[feature_set](y[:batch], basis)  # one batch: it only preconditions

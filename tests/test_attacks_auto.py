@@ -18,6 +18,7 @@ import mcdp
 from mcdp import attacks, subjects
 from mcdp.attacks import (
     AUTO_CANDIDATES,
+    CANDIDATES,
     auto_attack,
     float_support_attack,
     histogram_score,
@@ -68,6 +69,25 @@ def test_auto_catches_the_textbook_float_laplace_like_float_support():
         auto.selection
     )
     assert auto.selection[auto.attack] == max(auto.selection.values())
+
+
+def test_the_scorer_at_the_inputs_joins_where_outputs_vary_and_inputs_are_few():
+    """``learned-inputs`` (asked for: not a default) needs a continuous output
+    (numerical-svt's answers, not svt1's codes) and a pair of at most
+    MAX_INPUT_KNOTS distinct values."""
+
+    def selection(mechanism, pair, dim):
+        r = mcdp.audit_delta(
+            mechanism, 0.1, 0.0, dim, 20_000, pair=pair, seed=SEED,
+            attack=auto_attack(candidates=CANDIDATES, **SMALL),
+        )  # fmt: skip
+        return set(r.selection)
+
+    assert "learned-inputs" in selection("numerical-svt", "all-above-all-below", 10)
+    assert "learned-inputs" not in selection("svt1", "all-above-all-below", 10)
+    many = np.arange(10.0).reshape(2, 5)  # ten distinct values
+    assert "learned-inputs" not in selection("noisy-hist1", many, 5)
+    assert "learned-inputs" in selection("noisy-hist1", many[:, :4], 4)
 
 
 def test_auto_takes_the_likelihood_ratio_where_the_mechanism_has_a_density():

@@ -63,6 +63,77 @@ def test_atom_features_mask_the_value_and_flag_the_atom():
     np.testing.assert_array_equal(phi, expected)
 
 
+def test_input_knots_are_the_pairs_few_distinct_finite_values():
+    pair = np.array([[2.0, 1.0, np.inf], [1.0, 0.0, np.nan]])
+    np.testing.assert_array_equal(learning.input_knots(pair), [0.0, 1.0, 2.0])
+    many = np.arange(2 * (learning.MAX_INPUT_KNOTS + 1)).reshape(2, -1)
+    assert learning.input_knots(many) is None
+    assert learning.input_knots(many[:, : learning.MAX_INPUT_KNOTS // 2]) is not None
+    assert learning.input_knots(np.full((2, 3), np.nan)) is None
+
+
+def test_given_knots_sit_on_every_coordinate_with_continuous_values():
+    y = _mixed(np.random.default_rng(4), 20_000)
+    basis = learning.find_basis(y, np.array([0.0, 1.0]))
+    np.testing.assert_array_equal(basis.knots[:2], [[0.0, 1.0], [0.0, 1.0]])
+    assert np.isnan(basis.knots[2]).all()  # atoms only: no hinge
+    np.testing.assert_array_equal(basis.atoms, learning.find_atoms(y))
+
+
+def test_ramps_are_the_hinges_cut_at_the_next_knot():
+    """Ramp k is hinge k minus hinge k + 1 (the same span); the last is the open
+    hinge; the other blocks are the moments' features."""
+    y = np.array([[-2.0], [0.25], [1.0], [1.5], [7.0], [-1000.0]])
+    basis = learning.Basis(np.array([[-1000.0]]), np.array([[0.0, 1.0, 2.0]]))
+    with jax.enable_x64(True):
+        value, hinges, *rest = learning.feature_parts(y, basis)
+        r_value, ramps, *r_rest = learning.ramp_feature_parts(y, basis)
+    hinges, ramps = np.asarray(hinges)[:, 0], np.asarray(ramps)[:, 0]
+    np.testing.assert_array_equal(ramps[:, :2], hinges[:, :2] - hinges[:, 1:])
+    np.testing.assert_array_equal(ramps[:, 2], hinges[:, 2])
+    np.testing.assert_array_equal(ramps[:, 2], [0.0, 0.0, 0.0, 0.0, 5.0, 0.0])
+    for a, b in zip([value, *rest], [r_value, *r_rest], strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_ramps_at_the_inputs_fit_the_laplace_log_likelihood_ratio():
+    """Lap(1) at 0 against Lap(1) at 1: the log-likelihood ratio 1 - 2 clip(y, 0, 1)
+    lies in the span of the value, the ramp from 0 to 1 and the hinge at 1, so the
+    logit fitted on ramps at the inputs' values {0, 1} is the maximum-likelihood
+    estimate of it. At each of 7 points its error is within 4.9 asymptotic
+    standard errors (the delta method on the inverse Fisher information at the
+    truth): a false-alarm rate of at most 7e-6, if the optimiser reaches the
+    estimate. (On the draws of seeds 5-7 the ramps' errors are at most 1.3
+    standard errors; Adam on the plain hinges at the same knots, the same span,
+    left up to 3.3.)"""
+    n = 100_000
+    rng = np.random.default_rng(5)
+    first, second = rng.laplace(size=(n, 1)), rng.laplace(size=(n, 1)) + 1.0
+    grid = np.array([-3.0, -0.5, 0.25, 0.5, 0.75, 1.5, 4.0])
+    with jax.enable_x64(True):
+        scorer = learning.fit(
+            cell_key(0, "fit"), first, second, feature_set="ramps",
+            knots=np.array([0.0, 1.0]),
+        )  # fmt: skip
+        score = np.asarray(learning.SCORES_BY_FEATURES["ramps"]["logistic"](
+            grid[:, None], scorer
+        ))  # fmt: skip
+
+    def design(y):  # the raw features that vary (value, two ramps) and a constant
+        y = y[:, 0]
+        return np.stack([y, np.clip(y, 0, 1), np.maximum(y - 1, 0), 1 + 0 * y], 1)
+
+    truth = 1 - 2 * np.clip(grid, 0, 1)
+    pooled = np.concatenate([first, second])
+    llr = 1 - 2 * np.clip(pooled[:, 0], 0, 1)
+    weight = 1 / (4 * np.cosh(llr / 2) ** 2)  # sigma (1 - sigma) at the true logit
+    phi = design(pooled)
+    information = (phi * weight[:, None]).T @ phi
+    g = design(grid[:, None])
+    se = np.sqrt(np.einsum("ij,jk,ik->i", g, np.linalg.inv(information), g))
+    assert np.all(np.abs(score - truth) <= 4.9 * se), (score - truth) / se
+
+
 @pytest.mark.parametrize("rows", [3000, 2 * learning.BATCH + 5])
 def test_fit_separates_a_shift_in_full_batch_and_minibatches(rows):
     """Logistic regression on Lap(1) against Lap(1) + 1: the optimal logit is the
