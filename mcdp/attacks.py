@@ -354,8 +354,10 @@ def learned_attack(
       max_events: thresholds of the score carried into the counted sample; each
         costs its share of the Bonferroni correction.
       features: what the scorer sees of each output: ``"moments"`` (default;
-        :func:`mcdp.learning.features`) or ``"bits"``, those and the float
-        layout of every coordinate (:func:`mcdp.learning.bit_features`).
+        :func:`mcdp.learning.features`), ``"bits"``, those and the float
+        layout of every coordinate (:func:`mcdp.learning.bit_features`), or
+        ``"ramps"``, the moments with each hinge cut at the next knot
+        (:func:`mcdp.learning.ramp_features`).
     """
     settings = LearnedSettings(
         train_draws=_validate.draws_or_none("train_draws", train_draws),

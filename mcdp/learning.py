@@ -168,9 +168,9 @@ def ramp_feature_parts(y: Array, basis: Basis | None = None) -> tuple[Array, ...
     :math:`\min(\max(0, y - t_k), t_{k+1} - t_k)`: the same piecewise-linear
     functions, as pieces that stay flat beyond their interval. Adam then fits a
     flat tail without cancelling the large, correlated values of every hinge
-    against the value's (numerical-svt: the a-posteriori best bound of the trained
-    scorer 0.0285 with hinges, 0.0445 with ramps, on the same knots at the inputs'
-    values)."""
+    against the value's (numerical-svt, seed 0: the best threshold's bound of the
+    trained scorer, chosen a posteriori, 0.0285 with hinges and 0.0445 with ramps on
+    the same knots at the inputs' values; benchmarks/RESULTS.md)."""
     value, hinges, *rest = feature_parts(y, basis)
     if basis is None:
         return (value, hinges, *rest)
