@@ -212,10 +212,10 @@ def main() -> None:
     if args.ideal_only:
         seeds = [int(x) for x in (args.seeds or str(args.seed)).split(",")]
         cases = args.cases or [c for c in SUITE if c in supported()]
+        candidates = IDEAL_WITH_INPUTS if args.with_inputs else IDEAL
         for n in (int(float(x)) for x in args.draws.split(",")):
             for seed in seeds:
                 for name in cases:
-                    candidates = IDEAL_WITH_INPUTS if args.with_inputs else IDEAL
                     rows.append(ideal_case(name, n, seed, candidates))
                     r = rows[-1]
                     print(

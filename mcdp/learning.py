@@ -90,10 +90,15 @@ def find_knots(y: np.ndarray, atoms: np.ndarray) -> np.ndarray:
     y = y.reshape(y.shape[0], -1)
     knots = np.full((y.shape[1], len(KNOT_LEVELS)), np.nan, dtype=y.dtype)
     for j, column in enumerate(y.T):
-        keep = ~np.isnan(column) & ~np.isin(column, atoms[j])
+        keep = _continuous(column, atoms[j])
         if keep.any():
             knots[j] = np.quantile(column[keep], KNOT_LEVELS)
     return knots
+
+
+def _continuous(column: np.ndarray, atoms: np.ndarray) -> np.ndarray:
+    """Which values of an output coordinate are neither NaN nor one of its atoms."""
+    return ~np.isnan(column) & ~np.isin(column, atoms)
 
 
 class Basis(NamedTuple):
@@ -112,9 +117,11 @@ def find_basis(y: np.ndarray, knots: np.ndarray | None = None) -> Basis:
     atoms = find_atoms(y)
     if knots is None:
         return Basis(atoms, find_knots(y, atoms))
-    quantiles = find_knots(y, atoms)[:, :1]  # NaN where a coordinate has none
-    knots = np.asarray(knots, dtype=quantiles.dtype)[None, :]
-    return Basis(atoms, np.where(np.isnan(quantiles), np.nan, knots))
+    y = np.asarray(y)
+    columns = y.reshape(y.shape[0], -1).T
+    has = [_continuous(c, a).any() for c, a in zip(columns, atoms, strict=True)]
+    knots = np.asarray(knots, dtype=y.dtype)[None, :]
+    return Basis(atoms, np.where(np.array(has)[:, None], knots, np.nan))
 
 
 MAX_INPUT_KNOTS = 8  # the most distinct input values that become knots
@@ -126,10 +133,7 @@ def input_knots(pair: np.ndarray) -> np.ndarray | None:
     coordinates has a log-likelihood ratio that bends at the inputs' values and
     nowhere else (Laplace: linear between :math:`x_i` and :math:`x'_i`, flat
     beyond), so hinges there and only there fit it with a few weights."""
-    try:
-        values = np.unique(np.asarray(pair, dtype=np.float64))
-    except (TypeError, ValueError):  # inputs that are not one array of numbers
-        return None
+    values = np.unique(np.asarray(pair, dtype=np.float64))
     values = values[np.isfinite(values)]
     return values if 0 < values.size <= MAX_INPUT_KNOTS else None
 
@@ -175,9 +179,9 @@ def ramp_feature_parts(y: Array, basis: Basis | None = None) -> tuple[Array, ...
     if basis is None:
         return (value, hinges, *rest)
     knots = basis.knots
-    width = jnp.concatenate([knots[:, 1:] - knots[:, :-1], knots[:, :1]], axis=1)
-    last = jnp.arange(knots.shape[1])[None, :] == knots.shape[1] - 1
-    width = jnp.where(last | jnp.isnan(width), jnp.inf, width)
+    beyond = jnp.full_like(knots[:, :1], jnp.inf)  # the last hinge stays open
+    width = jnp.diff(knots, axis=1, append=beyond)
+    width = jnp.where(jnp.isnan(width), jnp.inf, width)  # no knot: no bound
     return (value, jnp.minimum(hinges, width[None]), *rest)
 
 
