@@ -209,16 +209,26 @@ def test_the_loss_atom_is_not_split_by_rounding_on_the_selection_draws():
 ALARM = 1e-3
 
 
-def _refutations(mechanism, epsilon, pair, runs, draws):
+def _audits(mechanism, epsilon, pair, runs, draws, candidates=AUTO_CANDIDATES):
     confidence = 1 - ALARM / runs
-    flags = []
-    for seed in range(SEED, SEED + runs):
-        r = mcdp.audit_delta(
-            mechanism, epsilon, 0.0, pair.shape[1], draws, pair=pair,
-            attack=auto_attack(**SMALL), seed=seed, confidence=confidence,
+    return [
+        mcdp.audit_delta(
+            mechanism,
+            epsilon,
+            0.0,
+            pair.shape[1],
+            draws,
+            pair=pair,
+            attack=auto_attack(candidates=candidates, **SMALL),
+            seed=seed,
+            confidence=confidence,
         )  # fmt: skip
-        flags.append(r.violated)
-    return sum(flags)
+        for seed in range(SEED, SEED + runs)
+    ]
+
+
+def _refutations(mechanism, epsilon, pair, runs, draws):
+    return sum(r.violated for r in _audits(mechanism, epsilon, pair, runs, draws))
 
 
 def test_auto_never_refutes_a_mechanism_that_ignores_its_input():
@@ -248,6 +258,31 @@ def test_auto_never_refutes_correct_controls_over_20_seeds(mechanism, epsilon):
         pair = np.array([[0.0], [1.0]])
     assert epsilon is not None and math.isfinite(epsilon)
     assert _refutations(mechanism, epsilon, pair, runs=20, draws=100_000) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "mechanism, epsilon, pair",
+    [
+        ("laplace", 0.05, [[0.0, 1.0], [0.0, 1.0]]),
+        (subjects.numpy_snapped_laplace(1.0), 1.0, [[0.0], [1.0]]),
+    ],
+    ids=["laplace-same-input", "numpy-snapped-laplace"],
+)
+def test_the_scorer_at_the_inputs_values_never_refutes_correct_controls(
+    mechanism, epsilon, pair
+):
+    """The portfolio with ``learned-inputs`` asked for (CANDIDATES), over 20 seeds
+    at the same budget, on continuous outputs (``random``'s are coins, where the
+    scorer does not apply): Laplace noise on one input twice (loss 0), and the
+    snapped Laplace at its exact loss. The scorer applies on both (a pair of two
+    values) and is compared on every run, chosen or not."""
+    runs = _audits(
+        mechanism, epsilon, np.array(pair), runs=20, draws=100_000,
+        candidates=CANDIDATES,
+    )  # fmt: skip
+    assert all("learned-inputs" in r.selection for r in runs)
+    assert sum(r.violated for r in runs) == 0
 
 
 # --- the histogram of discrete outputs ----------------------------------------------
