@@ -19,11 +19,17 @@ counts' noise (:attr:`mcdp.ceiling.Ceiling.spread`).
 
     python benchmarks/scorer_ceiling.py --cases svt1,svt2,svt3,svt4,svt6 --seeds 0,1,2
 
-``--steps``, ``--knot-levels`` and ``--hidden`` try the scorers with other settings
-than :mod:`mcdp.learning`'s (Adam's steps, the quantiles of the hinges, the MLP's
-hidden units), to see what a change would buy before making it:
+Beside the portfolio's default scorers, ``learned-inputs`` (ramps at the pair's
+values, :data:`mcdp.attacks.CANDIDATES`) where the portfolio would fit it: on
+``svt3``, whose answers are released values.
+
+``--steps``, ``--knot-levels``, ``--hidden`` and ``--train-draws`` try the scorers
+with other settings than :mod:`mcdp.learning`'s and :func:`mcdp.attacks.learned_sizes`'
+(Adam's steps, the quantiles of the hinges, the MLP's hidden units, the training
+draws per input), to see what a change would buy before making it:
 
     python benchmarks/scorer_ceiling.py --cases svt3 --seeds 0,1,2 --steps 1000
+    python benchmarks/scorer_ceiling.py --cases svt3 --seeds 0,1,2 --train-draws 4e6
 """
 
 from __future__ import annotations
@@ -46,12 +52,24 @@ from bench_floor import CONFIDENCE, pair_of  # noqa: E402
 import mcdp  # noqa: E402
 from mcdp import ceiling as ceiling_module  # noqa: E402
 from mcdp import learning  # noqa: E402
-from mcdp.attacks import MAX_EVENTS, histogram_score, histogram_table, learned_sizes  # noqa: E402
+from mcdp.attacks import (
+    MAX_EVENTS,
+    _discrete,
+    histogram_score,
+    histogram_table,
+    learned_sizes,
+)  # noqa: E402
 from mcdp.mechanisms.sparse_vector import SVT3_ABORTED, SVT3_FALSE  # noqa: E402
 from mcdp.mechanisms.suite import SUITE  # noqa: E402
 from mcdp.sampling import draw  # noqa: E402
 
 CASES = ("svt1", "svt2", "svt3", "svt4", "svt6")
+SCORERS = (  # label, model, features (mcdp.attacks' candidates of these names)
+    ("learned", "logistic", "moments"),
+    ("learned-mlp", "mlp", "moments"),
+    ("learned-inputs", "logistic", "ramps"),
+)
+LABELS = (*(label for label, _, _ in SCORERS), "histogram")
 
 
 def exact_cells(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -91,38 +109,44 @@ def best_event(score: np.ndarray, p: np.ndarray, q: np.ndarray, draws: int) -> f
     return best
 
 
-def scorers(outputs: np.ndarray, steps: int):
+def scorers(outputs: np.ndarray, steps: int, knots: np.ndarray | None):
     """The portfolio's scorers of these training outputs (``(2, n, d)``), as
-    functions of an output array."""
+    functions of an output array, and the scorer at the inputs' ``knots`` where
+    the portfolio would fit it (``knots`` given, outputs not discrete)."""
     found = {}
-    for label, model in (("learned", "logistic"), ("learned-mlp", "mlp")):
+    for label, model, features in SCORERS:
+        if features == "ramps" and (knots is None or _discrete(outputs)):
+            continue
         fitted = learning.fit(
-            jax.random.PRNGKey(0), outputs[0], outputs[1], model=model, steps=steps
-        )
-        found[label] = lambda y, f=fitted, m=model: learning.SCORES[m](y, f)
+            jax.random.PRNGKey(0), outputs[0], outputs[1], model=model, steps=steps,
+            feature_set=features, knots=knots if features == "ramps" else None,
+        )  # fmt: skip
+        score = learning.SCORES_BY_FEATURES[features][model]
+        found[label] = lambda y, f=fitted, s=score: s(y, f)
     table = histogram_table(outputs)
     if table is not None:
         found["histogram"] = lambda y, t=table: histogram_score(y, t)
     return found
 
 
-def run(name: str, draws: int, seed: int, steps: int) -> dict:
+def run(name: str, draws: int, seed: int, steps: int, train: int | None = None) -> dict:
     case = SUITE[name]
     spec = mcdp.AuditSpec(
         name, case.epsilon, pair=pair_of(name), dim=case.dim, delta=0.0,
         confidence=CONFIDENCE, seed=seed,
     )  # fmt: skip
     plan = spec.plan
-    train, _ = learned_sizes(draws)
+    train, _ = learned_sizes(draws, train)
     outputs = draw(
         jax.random.PRNGKey(seed), plan.mechanism, plan.pair, plan.params, train
     )
     cells, p, q = exact_cells(name)
     top = ceiling_module.ceiling(name, pair_of(name), draws, CONFIDENCE)
-    row = {"case": name, "draws": draws, "seed": seed, "steps": steps,
+    row = {"case": name, "draws": draws, "seed": seed, "steps": steps, "train": train,
            "knot_levels": list(learning.KNOT_LEVELS), "hidden": learning.HIDDEN,
            "ceiling": top.value}  # fmt: skip
-    for label, score in scorers(outputs, steps).items():
+    knots = learning.input_knots(plan.transformed)
+    for label, score in scorers(outputs, steps, knots).items():
         start = time.perf_counter()
         values = np.asarray(score(jnp.asarray(cells)), np.float64)
         row[label] = best_event(values, p, q, draws) / top.value
@@ -140,10 +164,15 @@ def main() -> None:
         "--knot-levels", default=None, help="comma-separated quantiles of the hinges"
     )
     p.add_argument("--hidden", type=int, default=learning.HIDDEN, help="MLP units")
+    p.add_argument(
+        "--train-draws", default=None,
+        help="training draws per input (default: the audit's at --draws)",
+    )  # fmt: skip
     p.add_argument("--json", default=None)
     args = p.parse_args()
     jax.config.update("jax_enable_x64", True)  # the suite's audits run in float64
     draws = int(float(args.draws))
+    train = None if args.train_draws is None else int(float(args.train_draws))
     # the settings that learning reads from its module when it fits
     learning.HIDDEN = args.hidden
     if args.knot_levels:
@@ -151,22 +180,25 @@ def main() -> None:
     rows = []
     for name in args.cases.split(","):
         for seed in (int(s) for s in args.seeds.split(",")):
-            rows.append(run(name, draws, seed, args.steps))
-            shown = {k: round(v, 3) for k, v in rows[-1].items()
-                     if k in ("learned", "learned-mlp", "histogram")}  # fmt: skip
+            rows.append(run(name, draws, seed, args.steps, train))
+            shown = {k: round(v, 3) for k, v in rows[-1].items() if k in LABELS}
             print(f"{name} seed {seed}: best event / ceiling {shown}", flush=True)
             if args.json:
                 Path(args.json).write_text(json.dumps(rows, indent=1))
     print(f"\nknot levels {learning.KNOT_LEVELS}, {learning.HIDDEN} hidden units")
-    print("| case | N | Adam steps | scorer | best event / ceiling (mean; seeds) |")
-    print("|---|---|---|---|---|")
+    print(
+        "| case | N | training draws | Adam steps | scorer "
+        "| best event / ceiling (mean; seeds) |"
+    )
+    print("|---|---|---|---|---|---|")
     for name in dict.fromkeys(r["case"] for r in rows):
         mine = [r for r in rows if r["case"] == name]
-        for label in ("learned", "learned-mlp", "histogram"):
+        for label in LABELS:
             values = [r[label] for r in mine if label in r]
             if values:
                 print(
-                    f"| {name} | {draws:.0e} | {args.steps} | {label} | "
+                    f"| {name} | {draws:.0e} | {mine[0]['train']:.0e} | {args.steps} "
+                    f"| {label} | "
                     f"{statistics.fmean(values):.3f}; "
                     f"{', '.join(f'{v:.3f}' for v in values)} |"
                 )
