@@ -165,3 +165,34 @@ def test_x64_is_not_left_on_between_yields(key):
     )  # fmt: skip
     for _ in runs:
         assert jax.config.jax_enable_x64 == before
+
+
+@pytest.mark.parametrize("model", ["logistic", "mlp"])
+def test_a_transform_block_by_block_gives_the_batched_values(key, model):
+    """The draws' transform (here a scorer, as the portfolio's selection draws have)
+    runs block by block on a CPU and batched elsewhere: the same outputs, and
+    their scores equal to rounding."""
+    from mcdp import learning
+    from mcdp.engines.device import _draw_impl, _identity, _input_keys
+
+    m = get_mechanism("laplace")
+    d = 3
+    params = m.calibrate_sanity_check(1.0, d)
+    keys = _input_keys(key, 2)
+    xs = jax.numpy.asarray(_xs(d))
+    common = dict(sample=m.sample, num_blocks=5)
+    raw = [
+        np.asarray(_draw_impl(keys, xs, params, 2, None, transform=_identity,
+                              by_block=flag, **common))
+        for flag in (False, True)
+    ]  # fmt: skip
+    np.testing.assert_array_equal(raw[0], raw[1])
+    scorer = learning.fit(key, raw[0][0], raw[0][1], model=model, steps=20)
+    scores = [
+        np.asarray(_draw_impl(keys, xs, params, 2, scorer, by_block=flag,
+                              transform=learning.SCORES[model], **common))
+        for flag in (False, True)
+    ]  # fmt: skip
+    assert scores[0].shape == (2, 5 * BLOCK_DRAWS)
+    rounding = 64 * np.finfo(scores[0].dtype).eps  # a sum's reordering, any dtype
+    np.testing.assert_allclose(scores[1], scores[0], rtol=rounding, atol=rounding)

@@ -44,6 +44,13 @@ CALL_SCALARS = 1 << 27  # CPU: scalars per device per compiled call (per input)
 # d between 2 and 16 share that cliff is not measured: they take 2^22 too.
 ACCELERATOR_CHUNKS = ((1, 1 << 24), (16, 1 << 22), (_validate.MAX_DIM, 1 << 24))
 ACCELERATOR_CALL_SCALARS = 1 << 30
+# How DeviceEngine.draw applies a transform to the blocks of a call: one block
+# after another (True), batched over them (False), or by block on a CPU only
+# (None). The values are the same up to rounding; on a CPU, XLA's code for the
+# scorers' products over a batch of blocks is several times slower (the portfolio's
+# selection draws, benchmarks/bench_selection.py); an accelerator keeps the batch
+# (by block is not measured there).
+TRANSFORM_BY_BLOCK: bool | None = None
 SMALL_CHUNK_BLOCKS = 16  # the chunk of runs of at most this many blocks per device
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
 
@@ -270,11 +277,15 @@ class DeviceEngine:
             # past the end where it must: blocks are keyed by index, so the extra
             # ones change none of the others, and they are cut off below
             count = min(per_call, total_blocks)
+            by_block = TRANSFORM_BY_BLOCK
+            if by_block is None:
+                by_block = jax.default_backend() == "cpu"
+            by_block = by_block and transform is not None
             for first in range(0, total_blocks, count):
                 out = _draw_impl(
                     keys, xs_d, params_d, jnp.uint32(first), aux_d,
                     sample=job.mechanism.sample, transform=transform or _identity,
-                    num_blocks=count,
+                    num_blocks=count, by_block=by_block,
                 )  # fmt: skip
                 parts.append(np.asarray(out))
         return np.concatenate(parts, axis=1)[:, : job.num_draws]
@@ -285,19 +296,27 @@ def _identity(y, aux):
     return y
 
 
-@partial(jax.jit, static_argnames=("sample", "transform", "num_blocks"))
-def _draw_impl(keys, xs, params, first_block, aux, *, sample, transform, num_blocks):
+@partial(jax.jit, static_argnames=("sample", "transform", "num_blocks", "by_block"))
+def _draw_impl(
+    keys, xs, params, first_block, aux, *, sample, transform, num_blocks,
+    by_block=False,
+):  # fmt: skip
     """``transform(sample(...), aux)`` of ``num_blocks`` blocks per input from
-    ``first_block``: shape ``(num_inputs, num_blocks * BLOCK_DRAWS, ...)``."""
+    ``first_block``: shape ``(num_inputs, num_blocks * BLOCK_DRAWS, ...)``; the
+    blocks batched (``vmap``), or one after another where ``by_block``."""
     dim = xs.shape[-1]
     blocks = first_block + jnp.arange(num_blocks, dtype=jnp.uint32)
+
+    def over(f, leaves):
+        return jax.lax.map(f, leaves) if by_block else jax.vmap(f)(leaves)
 
     def block(key, x, b):
         batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
         return transform(sample(jax.random.fold_in(key, b), batch, params), aux)
 
-    def per_input(key, x):
-        out = jax.vmap(lambda b: block(key, x, b))(blocks)
+    def per_input(key_x):
+        key, x = key_x
+        out = over(lambda b: block(key, x, b), blocks)
         return out.reshape((num_blocks * BLOCK_DRAWS,) + out.shape[2:])
 
-    return jax.vmap(per_input)(keys, xs)
+    return over(per_input, (keys, xs))

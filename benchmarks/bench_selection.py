@@ -1,0 +1,96 @@
+"""The portfolio's selection draws batched over blocks against block by block.
+
+The default audit (``attack="auto"``) scores its selection draws with every
+candidate inside the engine's draw (``DeviceEngine.draw(transform=...)``). This
+benchmark runs the same default audit of each suite case (``--cases``, on its
+peers' pair, at the suite's 90 % confidence, one ``--seed``) at ``--draws`` N
+twice in one process, after an untimed warm-up at 1e5 draws of each: with the
+transform batched over the blocks of a call
+(``mcdp.engines.device.TRANSFORM_BY_BLOCK = False``, the engine's form before
+2026-11-26 on every platform) and applied one block after another (``True``, the
+CPU's default since). It reports each audit's time and its preparation's (the
+record's ``attack_seconds``: training, selection draws, choice), their ratios, and
+whether the two audits gave the same bound, choice and selection table: the
+values are the same up to rounding, so the counts should be.
+
+    python benchmarks/bench_selection.py --draws 1e7 --cases svt1,svt6,numerical-svt \
+        --json benchmarks/results/selection.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import environment, environment_line, parse_ints, write_json  # noqa: E402
+from bench_auto import _run  # noqa: E402
+
+from mcdp.engines import device  # noqa: E402
+
+WARMUP_DRAWS = 100_000
+FORMS = {"batched": False, "by block": True}
+
+
+def bench_case(name: str, draws: int, seed: int) -> dict:
+    row: dict = {"case": name, "draws": draws, "seed": seed}
+    records = {}
+    for form, flag in FORMS.items():
+        device.TRANSFORM_BY_BLOCK = flag
+        _run(name, "auto", WARMUP_DRAWS, seed + 1)  # this form's compiles
+        record, seconds = _run(name, "auto", draws, seed)
+        records[form] = record
+        row[form] = {
+            "audit_seconds": seconds,
+            "prep_seconds": record.attack_seconds,
+            "bound": record.epsilon_lower,
+            "chose": record.attack,
+            "selection": dict(record.selection or {}),
+        }
+    device.TRANSFORM_BY_BLOCK = None
+    before, after = (row[form] for form in FORMS)
+    row["prep_ratio"] = before["prep_seconds"] / after["prep_seconds"]
+    row["audit_ratio"] = before["audit_seconds"] / after["audit_seconds"]
+    row["same_result"] = all(
+        before[k] == after[k] for k in ("bound", "chose", "selection")
+    )
+    return row
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", default="svt1,svt6,numerical-svt")
+    p.add_argument("--draws", type=parse_ints, default=[10_000_000])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    env = environment()
+    print(environment_line(env))
+    print(
+        "| case | N | chose | prep batched / by block (s) | ratio "
+        "| audit batched / by block (s) | ratio | same result |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    rows = []
+    for name in args.cases.split(","):
+        for n in args.draws:
+            row = bench_case(name, n, args.seed)
+            rows.append(row)
+            a, b = row["batched"], row["by block"]
+            print(
+                f"| {name} | {n:.0e} | {b['chose']} "
+                f"| {a['prep_seconds']:.1f} / {b['prep_seconds']:.1f} "
+                f"| {row['prep_ratio']:.2f} "
+                f"| {a['audit_seconds']:.1f} / {b['audit_seconds']:.1f} "
+                f"| {row['audit_ratio']:.2f} | {row['same_result']} |",
+                flush=True,
+            )
+            if args.json:
+                write_json(args.json, {"environment": env, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
