@@ -36,12 +36,10 @@ FORMS = {"batched": False, "by block": True}
 
 def bench_case(name: str, draws: int, seed: int) -> dict:
     row: dict = {"case": name, "draws": draws, "seed": seed}
-    records = {}
     for form, flag in FORMS.items():
         device.TRANSFORM_BY_BLOCK = flag
         _run(name, "auto", WARMUP_DRAWS, seed + 1)  # this form's compiles
         record, seconds = _run(name, "auto", draws, seed)
-        records[form] = record
         row[form] = {
             "audit_seconds": seconds,
             "prep_seconds": record.attack_seconds,

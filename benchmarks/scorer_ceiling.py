@@ -53,10 +53,11 @@ import mcdp  # noqa: E402
 from mcdp import ceiling as ceiling_module  # noqa: E402
 from mcdp import learning  # noqa: E402
 from mcdp.attacks import (
+    _SCORERS,
     MAX_EVENTS,
-    _discrete,
     histogram_score,
     histogram_table,
+    inputs_knots,
     learned_sizes,
 )  # noqa: E402
 from mcdp.mechanisms.sparse_vector import SVT3_ABORTED, SVT3_FALSE  # noqa: E402
@@ -64,12 +65,8 @@ from mcdp.mechanisms.suite import SUITE  # noqa: E402
 from mcdp.sampling import draw  # noqa: E402
 
 CASES = ("svt1", "svt2", "svt3", "svt4", "svt6")
-SCORERS = (  # label, model, features (mcdp.attacks' candidates of these names)
-    ("learned", "logistic", "moments"),
-    ("learned-mlp", "mlp", "moments"),
-    ("learned-inputs", "logistic", "ramps"),
-)
-LABELS = (*(label for label, _, _ in SCORERS), "histogram")
+SCORERS = ("learned", "learned-mlp", "learned-inputs")  # mcdp.attacks' candidates
+LABELS = (*SCORERS, "histogram")
 
 
 def exact_cells(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -112,10 +109,11 @@ def best_event(score: np.ndarray, p: np.ndarray, q: np.ndarray, draws: int) -> f
 def scorers(outputs: np.ndarray, steps: int, knots: np.ndarray | None):
     """The portfolio's scorers of these training outputs (``(2, n, d)``), as
     functions of an output array, and the scorer at the inputs' ``knots`` where
-    the portfolio would fit it (``knots`` given, outputs not discrete)."""
+    the portfolio would fit it (:func:`mcdp.attacks.inputs_knots` not ``None``)."""
     found = {}
-    for label, model, features in SCORERS:
-        if features == "ramps" and (knots is None or _discrete(outputs)):
+    for label in SCORERS:
+        model, features = _SCORERS[label]
+        if label == "learned-inputs" and knots is None:
             continue
         fitted = learning.fit(
             jax.random.PRNGKey(0), outputs[0], outputs[1], model=model, steps=steps,
@@ -145,7 +143,7 @@ def run(name: str, draws: int, seed: int, steps: int, train: int | None = None) 
     row = {"case": name, "draws": draws, "seed": seed, "steps": steps, "train": train,
            "knot_levels": list(learning.KNOT_LEVELS), "hidden": learning.HIDDEN,
            "ceiling": top.value}  # fmt: skip
-    knots = learning.input_knots(plan.transformed)
+    knots = inputs_knots(plan.transformed, outputs)
     for label, score in scorers(outputs, steps, knots).items():
         start = time.perf_counter()
         values = np.asarray(score(jnp.asarray(cells)), np.float64)

@@ -733,6 +733,14 @@ def _discrete(outputs: np.ndarray) -> bool:
     return np.unique(probe[~np.isnan(probe)]).size <= DISCRETE_VALUES
 
 
+def inputs_knots(transformed: np.ndarray, outputs: np.ndarray) -> np.ndarray | None:
+    """The knots of ``learned-inputs`` (:func:`mcdp.learning.input_knots` of the
+    transformed pair), or ``None`` where it does not apply: too many input values,
+    or training ``outputs`` that are discrete."""
+    knots = learning.input_knots(transformed)
+    return None if knots is None or _discrete(outputs) else knots
+
+
 def _prepared_candidates(
     settings: AutoSettings, context: AttackContext, outputs: np.ndarray
 ) -> list[_Candidate]:
@@ -763,9 +771,9 @@ def _prepared_candidates(
         elif label in _SCORERS:
             knots = None
             if label == "learned-inputs":
-                knots = learning.input_knots(context.transformed)
-                if knots is None or _discrete(outputs):
-                    continue  # too many input values, or no continuous output
+                knots = inputs_knots(context.transformed, outputs)
+                if knots is None:
+                    continue
             model, features = _SCORERS[label]
             key = jax.random.fold_in(jax.random.fold_in(context.key, 2), i)
             with jax.enable_x64(dtype == "float64"):
