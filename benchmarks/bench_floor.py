@@ -77,17 +77,28 @@ JSON is rewritten after every cell, so an interrupted run keeps what it measured
 
     python benchmarks/bench_floor.py
     python benchmarks/bench_floor.py --draws 1e5 --cases noisy-hist1,svt1
+
+On a GPU the floor (one core each) can run beside the audits: ``--part audit`` times
+the audits alone, ``--part floor`` the floors alone (``JAX_PLATFORMS=cpu``, several
+processes over disjoint ``--cases``), and ``--merge`` joins their JSON files by case
+and N; ``--ceilings`` adds each cell's ceiling (:func:`mcdp.ceiling.ceiling`) and the
+bound's ratio to it::
+
+    python benchmarks/bench_floor.py --part audit --draws 1e8,2e8 --json A
+    JAX_PLATFORMS=cpu python benchmarks/bench_floor.py --part floor --draws 1e8 --json F
+    python benchmarks/bench_floor.py --merge A,F --ceilings --json OUT
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +107,7 @@ import numpy as np
 
 import mcdp
 from mcdp._compilation_cache import OFF_VALUES
+from mcdp.ceiling import ceiling, supported
 from mcdp.mechanisms import MECHANISMS
 from mcdp.mechanisms.counting import COPIES
 from mcdp.mechanisms.numerical_svt import ABORTED as NUMERICAL_ABORTED
@@ -370,26 +382,50 @@ def numpy_floor(
 
 @dataclass(frozen=True)
 class Cell:
-    """One case at one N: a line of a table."""
+    """One case at one N: a line of a table. A run of one part (``--part``) leaves
+    the other part's fields ``None``; :func:`merge` joins the parts."""
 
     case: str
     pair: str
     dim: int
     epsilon: float
     draws: int  # per input
-    audit_seconds: float  # wall clock of mcdp.run, end to end
-    record_seconds: float  # the record's own `seconds`
-    prep_seconds: float | None  # the record's `attack_seconds` (preparation)
-    audit_cpu_utilisation: float
-    attack: str  # the attack the default chose
-    epsilon_lower: float | None
-    epsilon_exact: float | None
-    warmup_seconds: float | None  # the warm-up audit (None: no warm-up)
-    floor_seconds: float
-    floor_cpu_utilisation: float
-    floor_sum: float  # what the floor's draws reduce to
-    audit_over_floor: float
-    counting_over_floor: float | None  # (audit - prep) / floor
+    audit_seconds: float | None = None  # wall clock of mcdp.run, end to end
+    record_seconds: float | None = None  # the record's own `seconds`
+    prep_seconds: float | None = None  # the record's `attack_seconds` (preparation)
+    audit_cpu_utilisation: float | None = None
+    attack: str | None = None  # the attack the default chose
+    epsilon_lower: float | None = None
+    epsilon_exact: float | None = None
+    warmup_seconds: float | None = None  # the warm-up audit (None: no warm-up)
+    floor_seconds: float | None = None
+    floor_cpu_utilisation: float | None = None
+    floor_sum: float | None = None  # what the floor's draws reduce to
+    audit_over_floor: float | None = None
+    counting_over_floor: float | None = None  # (audit - prep) / floor
+    # --ceilings: the best bound any event gives at N (mcdp.ceiling), where computed
+    ceiling: float | None = None
+    ceiling_event_probability: float | None = None  # max(p, q) of its event
+    bound_over_ceiling: float | None = None
+
+
+PARTS = ("both", "audit", "floor")
+_KEYS = ("case", "pair", "dim", "epsilon", "draws")
+_RATIOS = ("audit_over_floor", "counting_over_floor", "bound_over_ceiling")
+
+
+def with_ratios(cell: Cell) -> Cell:
+    """``cell`` with its ratios to the floor, where it has both parts."""
+    if cell.audit_seconds is None or cell.floor_seconds is None:
+        return cell
+    prep = cell.prep_seconds
+    return replace(
+        cell,
+        audit_over_floor=cell.audit_seconds / cell.floor_seconds,
+        counting_over_floor=(
+            None if prep is None else (cell.audit_seconds - prep) / cell.floor_seconds
+        ),
+    )
 
 
 def skip_reason(name: str) -> str | None:
@@ -412,6 +448,20 @@ def _spec(name: str, seed: int) -> mcdp.AuditSpec:
     )  # fmt: skip
 
 
+def with_ceiling(cell: Cell) -> Cell:
+    """``cell`` with the ceiling at its N and its bound's ratio to it, where
+    :func:`mcdp.ceiling.ceiling` computes one for the case (the ideal mechanism's:
+    a float sampler's leaks can take the bound above it)."""
+    if cell.case not in supported():
+        return cell
+    top = ceiling(cell.case, cell.pair, cell.draws, CONFIDENCE)
+    ratio = None if cell.epsilon_lower is None else cell.epsilon_lower / top.value
+    return replace(
+        cell, ceiling=top.value, ceiling_event_probability=max(top.p, top.q),
+        bound_over_ceiling=ratio,
+    )  # fmt: skip
+
+
 def bench_case(
     name: str,
     draws: Sequence[int],
@@ -420,49 +470,73 @@ def bench_case(
     repeats: int,
     chunk_scalars: int,
     done: Callable[[Cell], None],
+    part: str = "both",
 ) -> None:
-    """Times the audit and the floor of case ``name`` at every N; ``done(cell)``
-    after each."""
+    """Times the audit and the floor of case ``name`` at every N (only one of them
+    where ``part`` is ``"audit"`` or ``"floor"``); ``done(cell)`` after each."""
     case = SUITE[name]
     warmup_seconds = None
-    if warmup_draws:
+    if part != "floor" and warmup_draws:
         t0 = time.perf_counter()
         mcdp.run(_spec(name, seed + 1), mcdp.Draws(warmup_draws))
         warmup_seconds = time.perf_counter() - t0
     pair, params = setup(name)
     for n in draws:
-        spec = _spec(name, seed)
-        audit = best_of(repeats, lambda s=spec, n=n: mcdp.run(s, mcdp.Draws(n)))
-        record = audit.result
-        floor = best_of(
-            repeats,
-            lambda n=n: numpy_floor(name, pair, params, n, seed, chunk_scalars),
-        )
-        prep = record.attack_seconds
-        done(
-            Cell(
-                case=name,
-                pair=pair_of(name),
-                dim=case.dim,
-                epsilon=case.epsilon,
-                draws=n,
+        fields: dict[str, Any] = {}
+        if part != "floor":
+            spec = _spec(name, seed)
+            audit = best_of(repeats, lambda s=spec, n=n: mcdp.run(s, mcdp.Draws(n)))
+            record = audit.result
+            fields.update(
                 audit_seconds=audit.seconds,
                 record_seconds=record.seconds,
-                prep_seconds=prep,
+                prep_seconds=record.attack_seconds,
                 audit_cpu_utilisation=audit.cpu_utilisation,
                 attack=record.attack,
                 epsilon_lower=record.epsilon_lower,
                 epsilon_exact=record.epsilon_exact,
                 warmup_seconds=warmup_seconds,
+            )
+        if part != "audit":
+            floor = best_of(
+                repeats,
+                lambda n=n: numpy_floor(name, pair, params, n, seed, chunk_scalars),
+            )
+            fields.update(
                 floor_seconds=floor.seconds,
                 floor_cpu_utilisation=floor.cpu_utilisation,
                 floor_sum=floor.result,
-                audit_over_floor=audit.seconds / floor.seconds,
-                counting_over_floor=(
-                    None if prep is None else (audit.seconds - prep) / floor.seconds
-                ),
             )
-        )
+        cell = Cell(
+            case=name, pair=pair_of(name), dim=case.dim, epsilon=case.epsilon,
+            draws=n, **fields,
+        )  # fmt: skip
+        done(with_ratios(cell))
+
+
+def merge(documents: Sequence[dict[str, Any]]) -> list[Cell]:
+    """The cells of several runs' JSON documents joined by case and N: an
+    ``--part audit`` run's and an ``--part floor`` run's give whole cells.
+
+    Raises:
+      ValueError: where two documents give the same field of a cell different
+        values.
+    """
+    joined: dict[tuple, dict[str, Any]] = {}
+    for document in documents:
+        for row in document["results"]:
+            key = tuple(row[k] for k in _KEYS)
+            cell = joined.setdefault(key, {})
+            for field, value in row.items():
+                if value is None or field in _RATIOS:
+                    continue
+                if cell.get(field, value) != value:
+                    raise ValueError(
+                        f"{row['case']} at N={row['draws']}: two runs give "
+                        f"{field} = {cell[field]!r} and {value!r}"
+                    )
+                cell[field] = value
+    return [with_ratios(Cell(**cell)) for cell in joined.values()]
 
 
 def _draws(n: int) -> str:
@@ -471,8 +545,14 @@ def _draws(n: int) -> str:
     return f"1e{exponent}" if 10**exponent == n else f"{n:,}"
 
 
-def _seconds(value: float) -> str:
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "–"
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
 
 
 def format_tables(
@@ -481,24 +561,35 @@ def format_tables(
     """A Markdown table per N, then the skipped cases."""
     lines = [environment_line(env)]
     for n in sorted({c.draws for c in cells}):
+        row_cells = [c for c in cells if c.draws == n]
+        top = any(c.ceiling is not None for c in row_cells)
         lines += [
             "",
             f"N = {_draws(n)} draws per input (audit: mcdp.run, default attack, "
             f"{CONFIDENCE:.0%}; floor: NumPy PCG64 float64, one core)",
             "",
-            "| case | pair | attack chosen | audit s (of which prep) | NumPy floor s "
-            "| audit / floor | (audit − prep) / floor |",
-            "|---|---|---|---|---|---|---|",
+            "| case | pair | attack chosen | ε lower bound "
+            + ("| ceiling (event's probability) | bound / ceiling " if top else "")
+            + "| audit s (of which prep) | NumPy floor s | audit / floor "
+            "| (audit − prep) / floor |",
+            "|---|---|---|---|" + ("---|---|" if top else "") + "---|---|---|---|",
         ]
-        for c in (c for c in cells if c.draws == n):
-            prep = "–" if c.prep_seconds is None else _seconds(c.prep_seconds)
-            counting = (
-                "–" if c.counting_over_floor is None else f"{c.counting_over_floor:.3g}"
-            )
+        for c in row_cells:
+            ceiling_columns = ""
+            if top:
+                probability = (
+                    "" if c.ceiling is None else f" ({c.ceiling_event_probability:.2g})"
+                )
+                ceiling_columns = (
+                    f"| {_ratio(c.ceiling)}{probability} "
+                    f"| {_ratio(c.bound_over_ceiling)} "
+                )
             lines.append(
-                f"| `{c.case}` | `{c.pair}` | {c.attack} | {_seconds(c.audit_seconds)} "
-                f"({prep}) | {_seconds(c.floor_seconds)} | {c.audit_over_floor:.3g} "
-                f"| {counting} |"
+                f"| `{c.case}` | `{c.pair}` | {c.attack or '–'} "
+                f"| {_ratio(c.epsilon_lower)} {ceiling_columns}"
+                f"| {_seconds(c.audit_seconds)} ({_seconds(c.prep_seconds)}) "
+                f"| {_seconds(c.floor_seconds)} | {_ratio(c.audit_over_floor)} "
+                f"| {_ratio(c.counting_over_floor)} |"
             )
     if skipped:
         lines += ["", "Skipped:"]
@@ -574,6 +665,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=CHUNK_SCALARS,
         help=f"random scalars per chunk of the floor (default {CHUNK_SCALARS})",
     )
+    parser.add_argument(
+        "--part",
+        choices=PARTS,
+        default="both",
+        help="time the audit and the floor (both, the default), or one of them: "
+        "two runs of one part each, joined by --merge, can run side by side (the "
+        "floor on CPU cores that the audit leaves idle)",
+    )
+    parser.add_argument(
+        "--merge",
+        default=None,
+        metavar="PATHS",
+        help="comma-separated JSON files of earlier runs: join their cells by case "
+        "and N, write them to --json and print the tables; runs nothing",
+    )
+    parser.add_argument(
+        "--ceilings",
+        action="store_true",
+        help="add each cell's ceiling (mcdp.ceiling, the best bound any event gives "
+        "at N and 90%%) and the bound's ratio to it, where computed",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -584,9 +696,49 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def merge_files(paths: Sequence[str], out: str, ceilings: bool = False) -> int:
+    """``--merge``: joins the runs' cells (:func:`merge`; with the ceilings, where
+    ``ceilings``), writes them with each run's environment and settings to ``out``,
+    prints the tables."""
+    documents = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            documents.append(json.load(f))
+    cells = merge(documents)
+    if ceilings:
+        cells = [with_ceiling(c) for c in cells]
+    skipped: dict[str, str] = {}
+    for document in documents:
+        skipped.update(document.get("skipped", {}))
+    for cell in cells:
+        skipped.pop(cell.case, None)
+    sources = []  # each run's environment and settings, those of merged runs too
+    for path, document in zip(paths, documents, strict=True):
+        sources += document.get("merged_from") or [
+            {
+                "path": path,
+                "environment": document["environment"],
+                "settings": document["settings"],
+            }
+        ]
+    write_json(
+        out,
+        {
+            "benchmark": "floor",
+            "merged_from": sources,
+            "results": [asdict(c) for c in cells],
+            "skipped": skipped,
+        },
+    )
+    print(format_tables(cells, skipped, sources[0]["environment"]), flush=True)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the benchmark, prints the tables, writes the JSON after every cell."""
     args = parse_args(argv)
+    if args.merge is not None:
+        return merge_files(args.merge.split(","), args.json, args.ceilings)
     env = environment()
     env["cpu_model"] = _cpu_model()
     cache = os.environ.get("MCDP_COMPILATION_CACHE", "1").strip().lower()
@@ -604,6 +756,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "floor": "numpy.random.default_rng (PCG64), float64, one core, chunks of "
         f"about {args.chunk_scalars} random scalars reduced to their sum",
         "chunk_scalars": args.chunk_scalars,
+        "part": args.part,
     }
     cells: list[Cell] = []
     skipped: dict[str, str] = {}
@@ -621,11 +774,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     def done(cell: Cell) -> None:
+        if args.ceilings:
+            cell = with_ceiling(cell)
         cells.append(cell)
         print(
-            f"  {cell.case} N={_draws(cell.draws)}: audit {cell.audit_seconds:.2f} s "
-            f"(prep {cell.prep_seconds or 0:.2f} s, {cell.attack}), floor "
-            f"{cell.floor_seconds:.2f} s, ratio {cell.audit_over_floor:.2f}",
+            f"  {cell.case} N={_draws(cell.draws)}: audit "
+            f"{_seconds(cell.audit_seconds)} s (prep {_seconds(cell.prep_seconds)} s, "
+            f"{cell.attack}, bound {_ratio(cell.epsilon_lower)}), floor "
+            f"{_seconds(cell.floor_seconds)} s, ratio {_ratio(cell.audit_over_floor)}",
             file=sys.stderr,
             flush=True,
         )
@@ -646,6 +802,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.repeats,
                 args.chunk_scalars,
                 done,
+                args.part,
             )
         except Exception as error:  # record it, go on with the rest
             skipped[name] = f"failed: {type(error).__name__}: {error}"

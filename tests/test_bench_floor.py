@@ -121,3 +121,33 @@ def test_the_command_line_defaults():
     assert args.draws == [10**5] and args.cases == ["svt1", "snapping"]
     with pytest.raises(SystemExit):
         bench_floor.parse_args(["--cases", "no-such-case"])
+    assert args.part == "both" and args.merge is None and not args.ceilings
+
+
+def _document(**fields):
+    row = dict(case="svt1", pair="x-shuffle", dim=10, epsilon=0.1, draws=10**8)
+    return {"results": [{**row, **fields}]}
+
+
+def test_merge_joins_an_audit_run_and_a_floor_run():
+    audit = _document(audit_seconds=6.0, prep_seconds=5.0, epsilon_lower=0.08)
+    floor = _document(floor_seconds=12.0, floor_cpu_utilisation=1.0)
+    (cell,) = bench_floor.merge([audit, floor])
+    assert cell.audit_seconds == 6.0 and cell.floor_seconds == 12.0
+    assert cell.audit_over_floor == 0.5
+    assert cell.counting_over_floor == pytest.approx(1 / 12)
+    (alone,) = bench_floor.merge([audit])
+    assert alone.floor_seconds is None and alone.audit_over_floor is None
+
+
+def test_merge_refuses_two_runs_that_disagree():
+    with pytest.raises(ValueError, match="audit_seconds"):
+        bench_floor.merge([_document(audit_seconds=6.0), _document(audit_seconds=7.0)])
+
+
+def test_the_ceiling_column_is_the_ceiling_at_the_cells_draws():
+    (cell,) = bench_floor.merge([_document(epsilon_lower=0.08)])
+    cell = bench_floor.with_ceiling(cell)
+    top = bench_floor.ceiling("svt1", "x-shuffle", 10**8, bench_floor.CONFIDENCE)
+    assert cell.ceiling == top.value
+    assert cell.bound_over_ceiling == pytest.approx(0.08 / top.value)
