@@ -791,7 +791,11 @@ def _prepared_candidates(
 
 
 def _few_values(scores: np.ndarray) -> bool:
-    """Whether ``scores`` take at most :data:`HISTOGRAM_VALUES` distinct values."""
+    """Whether ``scores`` (``(2, n)``) take at most :data:`HISTOGRAM_VALUES` distinct
+    values; ``False`` at once where their first :data:`DISCRETE_PROBE` per input
+    already take more (continuous scores are then not sorted whole for it)."""
+    if np.unique(scores[:, :DISCRETE_PROBE]).size > HISTOGRAM_VALUES:
+        return False
     return np.unique(scores).size <= HISTOGRAM_VALUES
 
 
@@ -876,7 +880,9 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
             chosen = select(
                 values[0, :half, j], values[1, :half, j], **choices[j]
             ).thresholds
-            at_least = [(v[:, None] >= chosen[None, :]).sum(0) for v in judged]
+            at_least = [
+                np.array([np.count_nonzero(v >= t) for t in chosen]) for v in judged
+            ]
             events = settings.max_events
         else:
             k = candidate.attack.num_outcomes

@@ -450,14 +450,16 @@ class Selection(NamedTuple):
 
 def _candidates(s_first: np.ndarray, s_second: np.ndarray, count: int) -> np.ndarray:
     """Thresholds at quantiles of both inputs' scores, dense in both tails (where
-    the rare events with the largest ratios are)."""
+    the rare events with the largest ratios are). Sorted scores are quicker to take
+    quantiles of; the quantiles are the same."""
     n = min(len(s_first), len(s_second))
     tail = np.logspace(math.log10(1 / n), -1, count // 4)
     middle = np.linspace(0.1, 0.9, count // 4)
     levels = np.unique(np.concatenate([tail, middle, 1 - tail]))
-    values = np.concatenate(
-        [np.quantile(s_first, levels), np.quantile(s_second, levels)]
-    )
+    with np.errstate(invalid="ignore"):  # inf - inf between infinite scores: dropped
+        values = np.concatenate(
+            [np.quantile(s_first, levels), np.quantile(s_second, levels)]
+        )
     values = values[np.isfinite(values)]
     return np.unique(values)
 
@@ -487,15 +489,22 @@ def predicted_bounds(
     many thresholds, the rarest win by their noise (the winner's curse), and the
     final sample, which has no such luck, bounds nothing.
     """
-    counts = []
-    for s in (s_first, s_second):
-        ordered = np.sort(s)
-        counts.append(len(s) - np.searchsorted(ordered, thresholds, side="left"))
-    return promises_of_counts(
-        counts[0], len(s_first), counts[1], len(s_second), draws=draws,
+    return _predicted_of_sorted(
+        np.sort(s_first), np.sort(s_second), thresholds, draws=draws,
         confidence=confidence, num_events=num_events, epsilon=epsilon, delta=delta,
         estimate=estimate,
-    )[0]  # fmt: skip
+    )  # fmt: skip
+
+
+def _predicted_of_sorted(sorted_first, sorted_second, thresholds, **promise):
+    """:func:`predicted_bounds` of scores already sorted."""
+    k_first, k_second = (
+        len(s) - np.searchsorted(s, thresholds, side="left")
+        for s in (sorted_first, sorted_second)
+    )
+    return promises_of_counts(
+        k_first, len(sorted_first), k_second, len(sorted_second), **promise
+    )[0]
 
 
 def promises_of_counts(
@@ -583,17 +592,24 @@ def select_thresholds(
     whose few events the winner's curse touches little)."""
     if not near > 1:
         raise ValueError(f"Expected near > 1 (a factor of tail masses), got {near!r}.")
+    # each input's scores sorted once: quantiles, counts and the pooled ranks below
+    # come from them (a selection sample has up to 2^24 scores per input)
+    s_first, s_second = np.sort(s_first), np.sort(s_second)
     thresholds = _candidates(s_first, s_second, candidates)
     if adjust is not None:
         thresholds = adjust(thresholds)
     if thresholds.size == 0:  # every score was NaN or infinite: one dummy event
         return Selection(np.array([0.0]), np.array([-np.inf]))
-    predicted = predicted_bounds(
+    predicted = _predicted_of_sorted(
         s_first, s_second, thresholds, draws=draws, confidence=confidence,
         num_events=max_events, epsilon=epsilon, delta=delta, estimate=estimate,
     )  # fmt: skip
-    pooled = np.sort(np.concatenate([s_first, s_second]))
-    below = (np.searchsorted(pooled, thresholds) + 0.5) / (len(pooled) + 1)
+    # the pooled scores below each threshold: those of each input below it
+    pooled = len(s_first) + len(s_second)
+    below = (
+        np.searchsorted(s_first, thresholds) + np.searchsorted(s_second, thresholds)
+        + 0.5
+    ) / (pooled + 1)  # fmt: skip
     chosen: list[int] = []
     for i in np.argsort(-predicted, kind="stable"):
         taken = any(

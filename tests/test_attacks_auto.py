@@ -334,3 +334,18 @@ def test_the_histogram_never_refutes_a_discrete_mechanism_that_ignores_its_input
             confidence=1 - ALARM / 3,
         )  # fmt: skip
         assert r.attack == "histogram" and not r.violated
+
+
+def test_few_values_answers_as_the_whole_sample_does():
+    """The check for scores of few values looks at a probe first: its answer is
+    that of all the scores, where the probe has many values (continuous scores),
+    where the probe has few and the rest many, and where all have few."""
+    rng = np.random.default_rng(5)
+    n = 3 * attacks.DISCRETE_PROBE
+    continuous = rng.normal(size=(2, n))
+    few_then_many = continuous.copy()
+    few_then_many[:, : attacks.DISCRETE_PROBE] = 1.0
+    few = rng.integers(0, 50, size=(2, n)).astype(float)
+    for scores, expected in ((continuous, False), (few_then_many, False), (few, True)):
+        assert (np.unique(scores).size <= attacks.HISTOGRAM_VALUES) == expected
+        assert attacks._few_values(scores) == expected

@@ -224,6 +224,65 @@ def test_select_thresholds_skips_near_events_by_the_given_factor():
         learning.select_thresholds(first, second, near=1.0, **common)
 
 
+def _selection_by_definition(first, second, near=2.0, **common):
+    """select_thresholds' definition, computed directly: quantiles of the raw
+    scores, counts and pooled ranks by comparison, the greedy choice."""
+    n = min(len(first), len(second))
+    tail = np.logspace(math.log10(1 / n), -1, 50)
+    levels = np.unique(np.concatenate([tail, np.linspace(0.1, 0.9, 50), 1 - tail]))
+    with np.errstate(invalid="ignore"):
+        values = np.concatenate(
+            [np.quantile(first, levels), np.quantile(second, levels)]
+        )
+    thresholds = np.unique(values[np.isfinite(values)])
+    # a NaN score sorts last: it is in every upper set, as in the counted guess
+    at_least = [
+        np.array([((s >= t) | np.isnan(s)).sum() for t in thresholds])
+        for s in (first, second)
+    ]
+    predicted = learning.promises_of_counts(
+        at_least[0], len(first), at_least[1], len(second),
+        num_events=common.pop("max_events"), **common,
+    )[0]  # fmt: skip
+    pooled = np.concatenate([first, second])
+    below = (np.array([(pooled < t).sum() for t in thresholds]) + 0.5) / (
+        len(pooled) + 1
+    )
+    chosen = []
+    for i in np.argsort(-predicted, kind="stable"):
+        if not any(
+            abs(math.log(below[i] / below[j])) < math.log(near)
+            and abs(math.log((1 - below[i]) / (1 - below[j]))) < math.log(near)
+            for j in chosen
+        ):
+            chosen.append(int(i))
+        if len(chosen) == common.get("max_events", 3):
+            break
+    order = np.array(sorted(chosen, key=lambda i: thresholds[i]))
+    return thresholds[order], predicted[order]
+
+
+@pytest.mark.parametrize("kind", ["continuous", "ties", "nan-inf-signed-zeros"])
+def test_select_thresholds_is_its_definition_exactly(kind):
+    """select_thresholds sorts each input's scores once and takes quantiles,
+    counts and pooled ranks from them: the thresholds and promises are those of
+    the definition computed on the raw scores, to the last bit."""
+    rng = np.random.default_rng(11)
+    first, second = rng.normal(size=3_001), rng.normal(0.3, 1.0, size=2_500)
+    if kind == "ties":
+        first, second = np.round(first, 1), np.round(second, 1)
+    elif kind == "nan-inf-signed-zeros":
+        first[:5], second[:3] = np.nan, np.inf
+        first[10:40], second[10:40] = -0.0, 0.0
+    common = dict(draws=10**7, confidence=0.9, epsilon=0.1, delta=0.0)
+    chosen = learning.select_thresholds(first, second, max_events=3, **common)
+    thresholds, predicted = _selection_by_definition(
+        first, second, max_events=3, **common
+    )
+    np.testing.assert_array_equal(chosen.thresholds, thresholds)
+    np.testing.assert_array_equal(chosen.predicted, predicted)
+
+
 @pytest.mark.parametrize("delta", [0.0, 1e-3])
 def test_a_promise_spreads_as_its_best_event_counts_vary(delta):
     """The spread of each event's promise is the standard deviation of what its
