@@ -393,6 +393,7 @@ class Cell:
     audit_seconds: float | None = None  # wall clock of mcdp.run, end to end
     record_seconds: float | None = None  # the record's own `seconds`
     prep_seconds: float | None = None  # the record's `attack_seconds` (preparation)
+    prep_stages: dict[str, float] | None = None  # the record's `attack_stages`
     audit_cpu_utilisation: float | None = None
     attack: str | None = None  # the attack the default chose
     epsilon_lower: float | None = None
@@ -491,6 +492,7 @@ def bench_case(
                 audit_seconds=audit.seconds,
                 record_seconds=record.seconds,
                 prep_seconds=record.attack_seconds,
+                prep_stages=record.attack_stages,
                 audit_cpu_utilisation=audit.cpu_utilisation,
                 attack=record.attack,
                 epsilon_lower=record.epsilon_lower,

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -741,53 +742,85 @@ def inputs_knots(transformed: np.ndarray, outputs: np.ndarray) -> np.ndarray | N
     return None if knots is None or _discrete(outputs) else knots
 
 
+class _Stopwatch:
+    """Seconds of a preparation by stage, in order, for the records."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, stage: str, *pending: Any) -> None:
+        """The time since the last lap (once ``pending`` arrays are computed) goes
+        to ``stage``."""
+        jax.block_until_ready(pending)
+        now = time.perf_counter()
+        self.stages[stage] = self.stages.get(stage, 0.0) + now - self._last
+        self._last = now
+
+
 def _prepared_candidates(
-    settings: AutoSettings, context: AttackContext, outputs: np.ndarray
+    settings: AutoSettings,
+    context: AttackContext,
+    outputs: np.ndarray,
+    watch: _Stopwatch | None = None,
 ) -> list[_Candidate]:
     """Every candidate of ``settings`` that applies, prepared on the training
-    ``outputs`` (``(2, n, ...)``) or on the context alone."""
-    mech, dtype = context.mechanism, context.dtype
+    ``outputs`` (``(2, n, ...)``) or on the context alone; ``watch`` laps after
+    each."""
+    watch = watch or _Stopwatch()
     out: list[_Candidate] = []
     for i, label in enumerate(settings.candidates):
-        if label == "lr":
-            if mech.privacy_loss is not None:  # a scorer: the exact loss
-                tx = context.transformed
-                aux = (tx[0], tx[1], context.params)
-                out.append(_Candidate(label, _loss_score(mech), aux, None, label))
-            continue
-        if label == "support" and mech.noise_bound is not None:
-            attack, aux = _prepare_support(context)
-        elif label == "structure" and _released(mech):
-            attack, aux = STRUCTURE_EVENTS, structure_table(outputs)
-        elif label == "majority" and _discrete(outputs):
-            attack, aux = MAJORITY_VOTE, None
-        elif label == "float-support":
-            attack, aux = FLOAT_SUPPORT_EVENTS, _float_support_aux(outputs, dtype)
-        elif label == "histogram":
-            table = histogram_table(outputs)
-            if table is not None:
-                out.append(_Candidate(label, histogram_score, table, None, label))
-            continue
-        elif label in _SCORERS:
-            knots = None
-            if label == "learned-inputs":
-                knots = inputs_knots(context.transformed, outputs)
-                if knots is None:
-                    continue
-            model, features = _SCORERS[label]
-            key = jax.random.fold_in(jax.random.fold_in(context.key, 2), i)
-            with jax.enable_x64(dtype == "float64"):
-                scorer = learning.fit(
-                    key, outputs[0], outputs[1], model=model, feature_set=features,
-                    knots=knots,
-                )  # fmt: skip
-            score = learning.SCORES_BY_FEATURES[features][model]
-            out.append(_Candidate(label, score, scorer, None, model, features))
-            continue
-        else:
-            continue  # not applicable to this mechanism
-        out.append(_Candidate(label, attack.guess, aux, attack))
+        candidate = _prepared_candidate(i, label, context, outputs)
+        if candidate is not None:
+            out.append(candidate)
+        watch.lap(f"prepare {label}", None if candidate is None else candidate.aux)
     return out
+
+
+def _prepared_candidate(
+    i: int, label: str, context: AttackContext, outputs: np.ndarray
+) -> _Candidate | None:
+    """Candidate ``label`` (the ``i``-th of the portfolio) prepared, or ``None``
+    where it does not apply."""
+    mech, dtype = context.mechanism, context.dtype
+    if label == "lr":
+        if mech.privacy_loss is None:
+            return None
+        tx = context.transformed  # a scorer: the exact loss
+        return _Candidate(
+            label, _loss_score(mech), (tx[0], tx[1], context.params), None, label
+        )
+    if label == "support" and mech.noise_bound is not None:
+        attack, aux = _prepare_support(context)
+    elif label == "structure" and _released(mech):
+        attack, aux = STRUCTURE_EVENTS, structure_table(outputs)
+    elif label == "majority" and _discrete(outputs):
+        attack, aux = MAJORITY_VOTE, None
+    elif label == "float-support":
+        attack, aux = FLOAT_SUPPORT_EVENTS, _float_support_aux(outputs, dtype)
+    elif label == "histogram":
+        table = histogram_table(outputs)
+        if table is None:
+            return None
+        return _Candidate(label, histogram_score, table, None, label)
+    elif label in _SCORERS:
+        knots = None
+        if label == "learned-inputs":
+            knots = inputs_knots(context.transformed, outputs)
+            if knots is None:
+                return None
+        model, features = _SCORERS[label]
+        key = jax.random.fold_in(jax.random.fold_in(context.key, 2), i)
+        with jax.enable_x64(dtype == "float64"):
+            scorer = learning.fit(
+                key, outputs[0], outputs[1], model=model, feature_set=features,
+                knots=knots,
+            )  # fmt: skip
+        score = learning.SCORES_BY_FEATURES[features][model]
+        return _Candidate(label, score, scorer, None, model, features)
+    else:
+        return None  # not applicable to this mechanism
+    return _Candidate(label, attack.guess, aux, attack)
 
 
 def _few_values(scores: np.ndarray) -> bool:
@@ -825,6 +858,17 @@ def _choice(scores: Sequence[float], spreads: Sequence[float], margin: float) ->
 
 
 def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attack, Any]:
+    """:func:`_portfolio_choice`, with the seconds of its stages in the attack's
+    ``preparation``."""
+    watch = _Stopwatch()
+    attack, aux = _portfolio_choice(settings, context, watch)
+    watch.lap("choice", aux)
+    return attack._replace(preparation=tuple(watch.stages.items())), aux
+
+
+def _portfolio_choice(
+    settings: AutoSettings, context: AttackContext, watch: _Stopwatch
+) -> tuple[Attack, Any]:
     """Prepares every applicable candidate on a training sample, scores each on a
     selection sample by the bound its events promise on the counted sample
     (:func:`mcdp.learning.promises_of_counts`; a scorer's thresholds chosen on the
@@ -844,7 +888,8 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
     outputs = draw(
         key_train, mech, pair, params, train_draws, dtype=dtype, engine=engine
     )
-    candidates = _prepared_candidates(settings, context, outputs)
+    watch.lap("training draws", outputs)
+    candidates = _prepared_candidates(settings, context, outputs, watch)
     if not candidates:
         raise ValueError(
             f"attack 'auto': none of the candidates {settings.candidates} applies "
@@ -856,6 +901,7 @@ def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attac
         transform=_values_transform(fns), aux=tuple(c.aux for c in candidates),
         engine=engine,
     )  # fmt: skip
+    watch.lap("selection draws", values)
     draws, confidence = max(context.draws, 1), context.confidence
     # The scorers choose their thresholds on the first half of the selection draws;
     # every candidate is judged on the second half, so that a scorer's promise is

@@ -506,7 +506,9 @@ def _delta_audit(
     if mech.exact_epsilon is not None and spec.exact:
         epsilon_exact = mech.exact_epsilon(host_params, tx)
     exact_loss = None
-    majority = attack._replace(selection=()) == MAJORITY_VOTE  # a portfolio's too
+    majority = (  # a portfolio's too
+        attack._replace(selection=(), preparation=()) == MAJORITY_VOTE
+    )
     if plan.pair_name == "zeros-ones" and majority and spec.exact:
         e2 = exact_e2(mech, params, plan.dim)
         exact_loss = None if e2 is None else e2.loss
@@ -559,6 +561,11 @@ def _delta_audit(
                 attack_seconds=round(attack_seconds, 4),
                 events=attack.event_names(),
                 selection=dict(attack.selection) if attack.selection else None,
+                attack_stages=(
+                    {k: round(v, 4) for k, v in attack.preparation}
+                    if attack.preparation
+                    else None
+                ),
                 datasets=datasets,
                 releases=releases,
                 tradeoff=Tradeoff(

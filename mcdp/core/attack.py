@@ -82,6 +82,9 @@ class Attack(NamedTuple):
         this attack: ``(candidate, score)`` pairs, the score being the lower bound
         that the candidate's events promised on the selection draws; empty for an
         attack that was named.
+      preparation: where a portfolio's preparation spent its time, ``(stage,
+        seconds)`` pairs in order (training draws, each candidate, selection
+        draws, the choice), for the records; empty for an attack that was named.
     """
 
     name: str
@@ -91,6 +94,7 @@ class Attack(NamedTuple):
     impossible: tuple[tuple[int, int], ...] = ()
     events: tuple[str, ...] = ()
     selection: tuple[tuple[str, float], ...] = ()
+    preparation: tuple[tuple[str, float], ...] = ()
 
     def event_names(self) -> list[str]:
         """What each threshold ``outcome >= k``, k = 1 .. num_outcomes - 1, means

@@ -270,6 +270,8 @@ class DeltaAuditResult(Record):
     # attack "auto": each candidate's promised lower bound on the selection draws
     # (attack names the one counted)
     selection: dict[str, float] | None = None
+    # attack "auto": seconds of its preparation by stage (Attack.preparation)
+    attack_stages: dict[str, float] | None = None
     # a dataset audit: the two datasets (records as lists), and on a sample of
     # their own, how often each one's releases raised or held NaN/inf, and how
     # many structures they took (mcdp.core.releases.summary)
