@@ -565,8 +565,16 @@ def _quad_single_threshold(x, row, params):
     )
 
 
-@pytest.mark.parametrize("variant", ["svt1", "svt4"])
-@pytest.mark.parametrize("pair", ["one-above", "half-half"])
+# one of the four in the default run, every one in the slow target (8 s each)
+@pytest.mark.parametrize(
+    "variant, pair",
+    [
+        ("svt4", "half-half"),
+        pytest.param("svt1", "one-above", marks=pytest.mark.slow),
+        pytest.param("svt1", "half-half", marks=pytest.mark.slow),
+        pytest.param("svt4", "one-above", marks=pytest.mark.slow),
+    ],
+)
 def test_svt_loss_by_scipy_quad(variant, pair):
     tx = make_pair(pair, 10)
     params = _params(variant)
