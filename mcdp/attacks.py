@@ -331,6 +331,7 @@ def _scored(
         _LEARNED_GUESSES[features][model],
         events=tuple(f"{label} score >= {t:.6g}" for t in thresholds),
         selection=selection,
+        by_block=model == "mlp",  # its products over a chunk: slow on a CPU
     )
 
 

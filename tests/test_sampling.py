@@ -167,6 +167,33 @@ def test_x64_is_not_left_on_between_yields(key):
         assert jax.config.jax_enable_x64 == before
 
 
+def test_the_counting_loop_by_block_gives_the_batched_counts(monkeypatch):
+    """The MLP's attack asks the counting loop to guess block by block on a CPU;
+    batched or by block, an audit counts the same."""
+    import mcdp
+    from mcdp.attacks import learned_attack
+    from mcdp.engines import device
+
+    mlp = learned_attack(train_draws=5_000, select_draws=5_000, model="mlp")
+    spec = mcdp.AuditSpec("laplace", 1.0, dim=3, delta=0.0, seed=3, attack=mlp)
+    records = []
+    for flag in (False, True):
+        monkeypatch.setattr(device, "GUESS_BY_BLOCK", flag)
+        records.append(mcdp.run(spec, mcdp.Draws(40_000)))
+    assert records[0].events == records[1].events
+    assert records[0].profile == records[1].profile
+    assert records[0].epsilon_lower == records[1].epsilon_lower > 0
+
+
+def test_only_the_mlp_asks_for_guesses_by_block():
+    from mcdp.attacks import _scored
+
+    thresholds = np.array([0.0, 1.0])
+    assert _scored("learned", "mlp", "moments", thresholds, "mlp").by_block
+    assert not _scored("learned", "logistic", "moments", thresholds, "x").by_block
+    assert not MAJORITY_VOTE.by_block
+
+
 @pytest.mark.parametrize("model", ["logistic", "mlp"])
 def test_a_transform_block_by_block_gives_the_batched_values(key, model):
     """The draws' transform (here a scorer, as the portfolio's selection draws have)

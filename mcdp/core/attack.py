@@ -85,6 +85,10 @@ class Attack(NamedTuple):
       preparation: where a portfolio's preparation spent its time, ``(stage,
         seconds)`` pairs in order (training draws, each candidate, selection
         draws, the choice), for the records; empty for an attack that was named.
+      by_block: whether, on a CPU, the counting loop should guess one block of
+        draws after another rather than a chunk of blocks at once (a guess of
+        large matrix products, such as the MLP's, runs several times faster so;
+        a cheap one a little slower). The counts are the same either way.
     """
 
     name: str
@@ -95,6 +99,7 @@ class Attack(NamedTuple):
     events: tuple[str, ...] = ()
     selection: tuple[tuple[str, float], ...] = ()
     preparation: tuple[tuple[str, float], ...] = ()
+    by_block: bool = False
 
     def event_names(self) -> list[str]:
         """What each threshold ``outcome >= k``, k = 1 .. num_outcomes - 1, means

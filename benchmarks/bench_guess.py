@@ -1,0 +1,95 @@
+"""The counting loop's blocks batched against one after another.
+
+The engine counts a chunk of blocks per loop iteration: each block's draws, the
+attack's guess on them, the counts of its outcomes. Batched over the chunk's blocks
+(``vmap``), XLA's CPU code runs the scorers' products several times slower than one
+block after another (``lax.map``; see ``bench_selection.py`` for the selection
+draws). This runs the same audit with each form of the counting loop
+(``mcdp.engines.device.GUESS_BY_BLOCK`` False, then True) in one process, each after
+an untimed warm-up at 1e5 draws, for each ``case:attack`` of ``--runs`` (the
+portfolio with that candidate alone: ``auto_attack(candidates=(attack,))``, its
+preparation, then the counted draws) at ``--draws`` N, on the
+case's peers' pair at the suite's 90 %: the counting's time (the audit's less its
+preparation), their ratio, and whether the two gave the same record (bound and
+privacy profile, from the counts).
+
+    python benchmarks/bench_guess.py --draws 1e7 --json benchmarks/results/guess.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import environment, environment_line, parse_ints, write_json  # noqa: E402
+from bench_auto import _run  # noqa: E402
+
+from mcdp.attacks import auto_attack  # noqa: E402
+from mcdp.engines import device  # noqa: E402
+
+WARMUP_DRAWS = 100_000
+FORMS = {"batched": False, "by block": True}
+RUNS = (
+    "svt6:learned-mlp,svt1:learned,svt1:majority,noisy-hist1:float-support,"
+    "noisy-hist1:lr,noisy-hist2:learned-bits"
+)
+
+
+def bench_run(name: str, attack: str, draws: int, seed: int) -> dict:
+    row: dict = {"case": name, "attack": attack, "draws": draws, "seed": seed}
+    try:
+        for form, flag in FORMS.items():
+            device.GUESS_BY_BLOCK = flag
+            alone = auto_attack(candidates=(attack,))
+            _run(name, alone, WARMUP_DRAWS, seed + 1)  # this form's compiles
+            record, seconds = _run(name, alone, draws, seed)
+            row[form] = {
+                "audit_seconds": seconds,
+                "counting_seconds": seconds - (record.attack_seconds or 0.0),
+                "bound": record.epsilon_lower,
+                "profile": [p.__dict__ for p in record.profile],
+            }
+    finally:
+        device.GUESS_BY_BLOCK = None
+    before, after = (row[form] for form in FORMS)
+    row["counting_ratio"] = before["counting_seconds"] / after["counting_seconds"]
+    row["same_result"] = all(before[k] == after[k] for k in ("bound", "profile"))
+    return row
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", default=RUNS, help="comma-separated case:attack")
+    p.add_argument("--draws", type=parse_ints, default=[10_000_000])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    env = environment()
+    print(environment_line(env), flush=True)
+    print(
+        "| case | attack | N | counting s, batched / by block | ratio | same record |"
+    )
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for run in args.runs.split(","):
+        name, attack = run.split(":")
+        for n in args.draws:
+            row = bench_run(name, attack, n, args.seed)
+            rows.append(row)
+            before, after = (row[form] for form in FORMS)
+            print(
+                f"| {name} | {attack} | {n:.0e} | {before['counting_seconds']:.1f} / "
+                f"{after['counting_seconds']:.1f} | {row['counting_ratio']:.2f} "
+                f"| {'yes' if row['same_result'] else 'NO'} |",
+                flush=True,
+            )
+            if args.json:
+                write_json(args.json, {"environment": env, "results": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
