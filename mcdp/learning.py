@@ -605,11 +605,11 @@ def select_thresholds(
         num_events=max_events, epsilon=epsilon, delta=delta, estimate=estimate,
     )  # fmt: skip
     # the pooled scores below each threshold: those of each input below it
-    pooled = len(s_first) + len(s_second)
+    pooled_size = len(s_first) + len(s_second)
     below = (
         np.searchsorted(s_first, thresholds) + np.searchsorted(s_second, thresholds)
         + 0.5
-    ) / (pooled + 1)  # fmt: skip
+    ) / (pooled_size + 1)  # fmt: skip
     chosen: list[int] = []
     for i in np.argsort(-predicted, kind="stable"):
         taken = any(
