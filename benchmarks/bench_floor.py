@@ -87,6 +87,8 @@ bound's ratio to it::
     python benchmarks/bench_floor.py --part audit --draws 1e8,2e8 --json A
     JAX_PLATFORMS=cpu python benchmarks/bench_floor.py --part floor --draws 1e8 --json F
     python benchmarks/bench_floor.py --merge A,F --ceilings --json OUT
+
+``benchmarks/floor_beside.sh`` does these steps, six floor processes at a time.
 """
 
 from __future__ import annotations
