@@ -7,7 +7,7 @@
 # goes on where a first one ran out of time.
 #
 #   benchmarks/floor_beside.sh WORK OUTDIR TAG SECONDS FLOORS(0|1)
-#   DRAWS=1e8,2e8 FLOOR_DRAWS=1e8 CASES=svt1,svt3 benchmarks/floor_beside.sh ...
+#   DRAWS=1e8,2e8 FLOOR_DRAWS=1e8 WARMUP=1e7 CASES=svt1,svt3 benchmarks/floor_beside.sh ...
 #
 # WORK keeps the JSON files between calls; OUTDIR gets copies; TAG names this call's
 # audit file; SECONDS bounds each process; FLOORS=1 runs the floors too. CASES is in
@@ -41,7 +41,7 @@ if [ "$floors" = 1 ]; then
 fi
 if [ -n "$cases" ]; then
   timeout "$budget" python3 benchmarks/bench_floor.py --part audit --draws "$draws" \
-    --cases "$cases" --json "$work/audit_$tag.json" > "$work/audit_$tag.log" 2>&1
+    --warmup-draws "${WARMUP:-100000}" --cases "$cases" --json "$work/audit_$tag.json" > "$work/audit_$tag.log" 2>&1
 fi
 echo "audits ended after $(( $(date +%s) - start )) s"
 wait

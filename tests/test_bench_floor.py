@@ -122,6 +122,10 @@ def test_the_command_line_defaults():
     with pytest.raises(SystemExit):
         bench_floor.parse_args(["--cases", "no-such-case"])
     assert args.part == "both" and args.merge is None and not args.ceilings
+    assert bench_floor.parse_args(["--warmup-draws", "1e7"]).warmup_draws == 10**7
+    assert bench_floor.parse_args(["--warmup-draws", "0"]).warmup_draws == 0
+    with pytest.raises(SystemExit):
+        bench_floor.parse_args(["--warmup-draws", "1e5,2e5"])
 
 
 def _document(**fields):
