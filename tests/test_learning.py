@@ -224,7 +224,7 @@ def test_select_thresholds_skips_near_events_by_the_given_factor():
         learning.select_thresholds(first, second, near=1.0, **common)
 
 
-def _selection_by_definition(first, second, near=2.0, **common):
+def _selection_by_definition(first, second, max_events, near=2.0, **common):
     """select_thresholds' definition, computed directly: quantiles of the raw
     scores, counts and pooled ranks by comparison, the greedy choice."""
     n = min(len(first), len(second))
@@ -242,7 +242,7 @@ def _selection_by_definition(first, second, near=2.0, **common):
     ]
     predicted = learning.promises_of_counts(
         at_least[0], len(first), at_least[1], len(second),
-        num_events=common.pop("max_events"), **common,
+        num_events=max_events, **common,
     )[0]  # fmt: skip
     pooled = np.concatenate([first, second])
     below = (np.array([(pooled < t).sum() for t in thresholds]) + 0.5) / (
@@ -256,7 +256,7 @@ def _selection_by_definition(first, second, near=2.0, **common):
             for j in chosen
         ):
             chosen.append(int(i))
-        if len(chosen) == common.get("max_events", 3):
+        if len(chosen) == max_events:
             break
     order = np.array(sorted(chosen, key=lambda i: thresholds[i]))
     return thresholds[order], predicted[order]
