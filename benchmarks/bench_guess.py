@@ -25,13 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, environment_line, parse_ints, write_json  # noqa: E402
-from bench_auto import _run  # noqa: E402
+from bench_selection import FORMS, in_both_forms  # noqa: E402
 
 from mcdp.attacks import auto_attack  # noqa: E402
-from mcdp.engines import device  # noqa: E402
 
-WARMUP_DRAWS = 100_000
-FORMS = {"batched": False, "by block": True}
 RUNS = (
     "svt6:learned-mlp,svt1:learned,svt1:majority,noisy-hist1:float-support,"
     "noisy-hist1:lr,noisy-hist2:learned-bits"
@@ -40,20 +37,15 @@ RUNS = (
 
 def bench_run(name: str, attack: str, draws: int, seed: int) -> dict:
     row: dict = {"case": name, "attack": attack, "draws": draws, "seed": seed}
-    try:
-        for form, flag in FORMS.items():
-            device.GUESS_BY_BLOCK = flag
-            alone = auto_attack(candidates=(attack,))
-            _run(name, alone, WARMUP_DRAWS, seed + 1)  # this form's compiles
-            record, seconds = _run(name, alone, draws, seed)
-            row[form] = {
-                "audit_seconds": seconds,
-                "counting_seconds": seconds - (record.attack_seconds or 0.0),
-                "bound": record.epsilon_lower,
-                "profile": [p.__dict__ for p in record.profile],
-            }
-    finally:
-        device.GUESS_BY_BLOCK = None
+    alone = auto_attack(candidates=(attack,))
+    runs = in_both_forms("GUESS_BY_BLOCK", name, alone, draws, seed)
+    for form, (record, seconds) in runs.items():
+        row[form] = {
+            "audit_seconds": seconds,
+            "counting_seconds": seconds - (record.attack_seconds or 0.0),
+            "bound": record.epsilon_lower,
+            "profile": [p.__dict__ for p in record.profile],
+        }
     before, after = (row[form] for form in FORMS)
     row["counting_ratio"] = before["counting_seconds"] / after["counting_seconds"]
     row["same_result"] = all(before[k] == after[k] for k in ("bound", "profile"))

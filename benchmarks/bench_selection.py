@@ -34,12 +34,26 @@ WARMUP_DRAWS = 100_000
 FORMS = {"batched": False, "by block": True}
 
 
+def in_both_forms(flag: str, name: str, attack, draws: int, seed: int) -> dict:
+    """The same audit with ``mcdp.engines.device``'s ``flag`` (a by-block setting)
+    at each of :data:`FORMS`, each after an untimed warm-up at
+    :data:`WARMUP_DRAWS` (seed + 1, that form's compiles): ``{form: (record,
+    seconds)}``; the flag is left at its default (``None``)."""
+    runs = {}
+    try:
+        for form, value in FORMS.items():
+            setattr(device, flag, value)
+            _run(name, attack, WARMUP_DRAWS, seed + 1)
+            runs[form] = _run(name, attack, draws, seed)
+    finally:
+        setattr(device, flag, None)
+    return runs
+
+
 def bench_case(name: str, draws: int, seed: int) -> dict:
     row: dict = {"case": name, "draws": draws, "seed": seed}
-    for form, flag in FORMS.items():
-        device.TRANSFORM_BY_BLOCK = flag
-        _run(name, "auto", WARMUP_DRAWS, seed + 1)  # this form's compiles
-        record, seconds = _run(name, "auto", draws, seed)
+    runs = in_both_forms("TRANSFORM_BY_BLOCK", name, "auto", draws, seed)
+    for form, (record, seconds) in runs.items():
         row[form] = {
             "audit_seconds": seconds,
             "prep_seconds": record.attack_seconds,
@@ -47,7 +61,6 @@ def bench_case(name: str, draws: int, seed: int) -> dict:
             "chose": record.attack,
             "selection": dict(record.selection or {}),
         }
-    device.TRANSFORM_BY_BLOCK = None
     before, after = (row[form] for form in FORMS)
     row["prep_ratio"] = before["prep_seconds"] / after["prep_seconds"]
     row["audit_ratio"] = before["audit_seconds"] / after["audit_seconds"]

@@ -763,12 +763,11 @@ def _prepared_candidates(
     settings: AutoSettings,
     context: AttackContext,
     outputs: np.ndarray,
-    watch: _Stopwatch | None = None,
+    watch: _Stopwatch,
 ) -> list[_Candidate]:
     """Every candidate of ``settings`` that applies, prepared on the training
     ``outputs`` (``(2, n, ...)``) or on the context alone; ``watch`` laps after
     each."""
-    watch = watch or _Stopwatch()
     out: list[_Candidate] = []
     for i, label in enumerate(settings.candidates):
         candidate = _prepared_candidate(i, label, context, outputs)

@@ -79,6 +79,12 @@ def chunk_blocks_for(dim: int, platform: str = "cpu") -> int:
     return max(1, default_sizes(dim, platform)[0] // (BLOCK_DRAWS * dim))
 
 
+def _over(f, leaves, by_block: bool):
+    """``f`` over the leading axis of ``leaves``: one after another (``lax.map``)
+    where ``by_block``, else batched (``vmap``)."""
+    return jax.lax.map(f, leaves) if by_block else jax.vmap(f)(leaves)
+
+
 @partial(
     jax.jit, static_argnames=("sample", "attack", "chunk_blocks", "mesh", "by_block")
 )
@@ -110,9 +116,6 @@ def _count_impl(
     dim = xs.shape[-1]
     num_devices = mesh.size
 
-    def over(f, leaves):
-        return jax.lax.map(f, leaves) if by_block else jax.vmap(f)(leaves)
-
     def per_device(keys, xs, params, first_block, num_chunks, full, remainder, aux):
         device = jax.lax.axis_index(MESH_AXIS).astype(jnp.uint32)
         row = jnp.arange(BLOCK_DRAWS, dtype=jnp.uint32)
@@ -130,10 +133,10 @@ def _count_impl(
 
             def per_input(key_x):
                 key, x = key_x
-                per_block = over(lambda b: block_counts(key, x, b), blocks)
+                per_block = _over(lambda b: block_counts(key, x, b), blocks, by_block)
                 return jnp.sum(per_block, axis=0, dtype=jnp.int32)
 
-            return counts + over(per_input, (keys, xs))
+            return counts + _over(per_input, (keys, xs), by_block)
 
         init = jnp.zeros((xs.shape[0], attack.num_outcomes), dtype=jnp.int32)
         init = jax.lax.pcast(init, (MESH_AXIS,), to="varying")  # differs by device
@@ -323,16 +326,13 @@ def _draw_impl(
     dim = xs.shape[-1]
     blocks = first_block + jnp.arange(num_blocks, dtype=jnp.uint32)
 
-    def over(f, leaves):
-        return jax.lax.map(f, leaves) if by_block else jax.vmap(f)(leaves)
-
     def block(key, x, b):
         batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
         return transform(sample(jax.random.fold_in(key, b), batch, params), aux)
 
     def per_input(key_x):
         key, x = key_x
-        out = over(lambda b: block(key, x, b), blocks)
+        out = _over(lambda b: block(key, x, b), blocks, by_block)
         return out.reshape((num_blocks * BLOCK_DRAWS,) + out.shape[2:])
 
-    return over(per_input, (keys, xs))
+    return _over(per_input, (keys, xs), by_block)
