@@ -25,7 +25,8 @@ the portfolio's columns redrawn.
 ``--ideal-only`` runs the portfolio without the float attacks and the ceiling
 alone (no singles, no full portfolio), over ``--seeds``; ``--summary FILE`` prints
 each case's ratios to the ceiling per seed and their mean from such files
-(comma-separated):
+(comma-separated); ``--train-draws`` sets its training sample per input (rows keep
+it as ``train_draws``):
 
     python benchmarks/bench_auto.py --ideal-only --draws 1e7 --seeds 0,1 \
         --json benchmarks/results/auto_ceiling.json
@@ -119,14 +120,21 @@ IDEAL_FIELDS = (
 
 
 def ideal_case(
-    name: str, draws: int, seed: int, candidates: tuple[str, ...] = IDEAL
+    name: str,
+    draws: int,
+    seed: int,
+    candidates: tuple[str, ...] = IDEAL,
+    train_draws: int | None = None,
 ) -> dict:
-    """The portfolio without the float attacks against the ceiling at ``draws``."""
-    ideal, seconds = _run(name, auto_attack(candidates=candidates), draws, seed)
+    """The portfolio without the float attacks against the ceiling at ``draws``
+    (``train_draws``: the training sample per input, by default the audit's)."""
+    attack = auto_attack(candidates=candidates, train_draws=train_draws)
+    ideal, seconds = _run(name, attack, draws, seed)
     top = ceiling(name, pair_of(name), draws, CONFIDENCE)
     return {
         "case": name, "pair": pair_of(name), "draws": draws, "seed": seed,
         **({} if candidates == IDEAL else {"candidates": list(candidates)}),
+        **({} if train_draws is None else {"train_draws": train_draws}),
         "ideal": ideal.epsilon_lower, "ideal_chose": ideal.attack,
         "selection": dict(ideal.selection or {}),
         "ideal_seconds": seconds,
@@ -195,6 +203,10 @@ def main() -> None:
         "--with-inputs", action="store_true",
         help="--ideal-only with the scorer at the inputs' values (learned-inputs)",
     )  # fmt: skip
+    p.add_argument(
+        "--train-draws", default=None,
+        help="--ideal-only with this training sample per input (default: the audit's)",
+    )  # fmt: skip
     p.add_argument("--summary", default=None, metavar="FILE")
     p.add_argument("--reuse-singles", default=None, metavar="FILE")
     p.add_argument("--json", default=None)
@@ -213,10 +225,11 @@ def main() -> None:
         seeds = [int(x) for x in (args.seeds or str(args.seed)).split(",")]
         cases = args.cases or [c for c in SUITE if c in supported()]
         candidates = IDEAL_WITH_INPUTS if args.with_inputs else IDEAL
+        train = None if args.train_draws is None else int(float(args.train_draws))
         for n in (int(float(x)) for x in args.draws.split(",")):
             for seed in seeds:
                 for name in cases:
-                    rows.append(ideal_case(name, n, seed, candidates))
+                    rows.append(ideal_case(name, n, seed, candidates, train))
                     r = rows[-1]
                     print(
                         f"{name} N={n:.0e} seed={seed}: {r['ideal']:.4g} "
