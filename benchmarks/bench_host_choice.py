@@ -81,10 +81,10 @@ def main(argv=None) -> int:
     )  # fmt: skip
     print(f"\nselection sample {args.size} per input, best of {args.repeats} (s)\n")
     print(
-        "| scores | few values? | thresholds (half) | thresholds (whole) "
+        "| scores | few values? | check | thresholds (half) | thresholds (whole) "
         "| counts: all thresholds at once | counts: one pass each |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for kind in ("continuous", "discrete"):
         scores = np.stack([rng.normal(size=args.size), rng.normal(0.05, 1, args.size)])
         if kind == "discrete":

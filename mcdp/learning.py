@@ -448,17 +448,44 @@ class Selection(NamedTuple):
     predicted: np.ndarray  # the predicted lower bound of each threshold's events
 
 
+def quantiles_of_sorted(ordered: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """``numpy.quantile(ordered, levels)`` (its default, linear interpolation;
+    ``levels`` in [0, 1]) of scores sorted already, NaN last, read off at the two
+    order statistics around each level instead of partitioning a copy (0.6 s of
+    the 0.9 s that a choice of thresholds took on 2^23 scores per input, 2-core
+    CPU). The same values to the last bit: the virtual index :math:`(n - 1) q`, its
+    floor and the weight between them as NumPy computes them, its interpolation
+    from the nearer end (at the last index, from the last value to itself, as
+    NumPy's weight past the end gives), and NaN at every level where a score is
+    NaN."""
+    n = len(ordered)
+    virtual = (n - 1) * np.asarray(levels)
+    previous = np.minimum(np.floor(virtual), n - 1).astype(np.intp)
+    following = np.minimum(previous + 1, n - 1)
+    weight = virtual - previous
+    low, high = ordered[previous], ordered[following]
+    step = high - low
+    value = np.asarray(low + step * weight)
+    upper = weight >= 0.5  # from the upper end there: exact at the weight 1
+    value[upper] = (high - step * (1 - weight))[upper]
+    if np.isnan(ordered[-1]):
+        value[:] = ordered[-1]
+    return value
+
+
 def _candidates(s_first: np.ndarray, s_second: np.ndarray, count: int) -> np.ndarray:
-    """Thresholds at quantiles of both inputs' scores, dense in both tails (where
-    the rare events with the largest ratios are). Sorted scores are quicker to take
-    quantiles of; the quantiles are the same."""
+    """Thresholds at quantiles of both inputs' scores (sorted), dense in both tails
+    (where the rare events with the largest ratios are)."""
     n = min(len(s_first), len(s_second))
     tail = np.logspace(math.log10(1 / n), -1, count // 4)
     middle = np.linspace(0.1, 0.9, count // 4)
     levels = np.unique(np.concatenate([tail, middle, 1 - tail]))
     with np.errstate(invalid="ignore"):  # inf - inf between infinite scores: dropped
         values = np.concatenate(
-            [np.quantile(s_first, levels), np.quantile(s_second, levels)]
+            [
+                quantiles_of_sorted(s_first, levels),
+                quantiles_of_sorted(s_second, levels),
+            ]
         )
     values = values[np.isfinite(values)]
     return np.unique(values)

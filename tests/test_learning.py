@@ -320,3 +320,38 @@ def test_a_promise_spreads_as_its_best_event_counts_vary(delta):
     for spread, (p, q) in zip(spreads, rates, strict=True):
         exact = math.sqrt(binomial_variance(n, p, f) + binomial_variance(n, q, g))
         assert spread == pytest.approx(exact, rel=0.02)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_quantiles_of_sorted_scores_are_numpys_to_the_last_bit(dtype):
+    """The quantiles read off sorted scores are numpy.quantile's (linear) of the
+    same scores: sizes from 1 up, ties, infinities of both signs, signed zeros,
+    NaN, at the levels the selection uses and at 0, 1/2 and 1."""
+    rng = np.random.default_rng(13)
+    levels = np.unique(
+        np.concatenate(
+            [np.logspace(-6, -1, 50), np.linspace(0.1, 0.9, 50), [0.0, 0.5, 1.0]]
+        )
+    )
+    levels = np.unique(np.concatenate([levels, 1 - levels]))
+    samples = [rng.normal(size=n).astype(dtype) for n in (1, 2, 3, 10, 1_001, 65_537)]
+    ties = np.round(rng.normal(size=5_000), 1).astype(dtype)
+    extremes = rng.normal(size=2_000).astype(dtype)
+    extremes[:20], extremes[20:40], extremes[40:60] = np.inf, -np.inf, -0.0
+    extremes[60:80] = 0.0
+    nan = extremes.copy()
+    nan[100:103] = np.nan
+    for scores in [*samples, ties, extremes, nan, -extremes]:
+        ordered = np.sort(scores)
+        with np.errstate(invalid="ignore"):
+            got = learning.quantiles_of_sorted(ordered, levels)
+            expected = np.quantile(scores, levels)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)  # NaN where NaN
+        nonzero = expected != 0  # the same bits, but for the sign of a zero
+        assert (
+            np.array_equal(
+                got[nonzero].view(np.uint64), expected[nonzero].view(np.uint64)
+            )
+            or np.isnan(expected).all()
+        )
