@@ -672,6 +672,7 @@ _SCORERS = {
     "learned-bits": ("logistic", "bits"),
     "learned-inputs": ("logistic", "ramps"),  # hinges at the inputs' values only
 }
+QUANTILE_HINGES = "quantile hinges"  # the scorers' shared training sample
 # The default candidates, in the order that breaks ties (the cheaper, fixed events
 # first).
 AUTO_CANDIDATES = (
@@ -769,8 +770,16 @@ def _prepared_candidates(
     ``outputs`` (``(2, n, ...)``) or on the context alone; ``watch`` laps after
     each."""
     out: list[_Candidate] = []
+    samples: dict[str, learning.TrainingSample] = {}  # the scorers' shared sample
+    # the scorers on quantile hinges (all but learned-inputs) share one sample
+    if any(
+        label in _SCORERS and label != "learned-inputs" for label in settings.candidates
+    ):
+        with jax.enable_x64(context.dtype == "float64"):
+            samples[QUANTILE_HINGES] = learning.training_sample(outputs[0], outputs[1])
+        watch.lap("training sample", samples[QUANTILE_HINGES].y)
     for i, label in enumerate(settings.candidates):
-        candidate = _prepared_candidate(i, label, context, outputs)
+        candidate = _prepared_candidate(i, label, context, outputs, samples)
         if candidate is not None:
             out.append(candidate)
         watch.lap(f"prepare {label}", None if candidate is None else candidate.aux)
@@ -778,10 +787,16 @@ def _prepared_candidates(
 
 
 def _prepared_candidate(
-    i: int, label: str, context: AttackContext, outputs: np.ndarray
+    i: int,
+    label: str,
+    context: AttackContext,
+    outputs: np.ndarray,
+    samples: dict[str, learning.TrainingSample],
 ) -> _Candidate | None:
     """Candidate ``label`` (the ``i``-th of the portfolio) prepared, or ``None``
-    where it does not apply."""
+    where it does not apply. The scorers on the default hinges train on the one
+    :func:`mcdp.learning.training_sample` in ``samples``: each would make the same
+    one."""
     mech, dtype = context.mechanism, context.dtype
     if label == "lr":
         if mech.privacy_loss is None:
@@ -812,10 +827,11 @@ def _prepared_candidate(
         model, features = _SCORERS[label]
         key = jax.random.fold_in(jax.random.fold_in(context.key, 2), i)
         with jax.enable_x64(dtype == "float64"):
-            scorer = learning.fit(
-                key, outputs[0], outputs[1], model=model, feature_set=features,
-                knots=knots,
-            )  # fmt: skip
+            if knots is None:
+                sample = samples[QUANTILE_HINGES]
+            else:
+                sample = learning.training_sample(outputs[0], outputs[1], knots)
+            scorer = learning.fit(key, model=model, feature_set=features, sample=sample)
         score = learning.SCORES_BY_FEATURES[features][model]
         return _Candidate(label, score, scorer, None, model, features)
     else:

@@ -51,7 +51,19 @@ ATOM_SHARE = 1e-3  # an atom holds at least this share of the training outputs
 ATOM_COUNT = 10  # and at least this many of them
 
 
-def find_atoms(y: np.ndarray) -> np.ndarray:
+def _sorted_columns(y: np.ndarray) -> list[np.ndarray]:
+    """Each output coordinate's values other than NaN, sorted (as ``numpy.unique``
+    sorts them): the atoms, their counts and the hinges all come from one sort."""
+    y = np.asarray(y)
+    columns = []
+    for column in y.reshape(y.shape[0], -1).T:
+        values = column[~np.isnan(column)]
+        values.sort()
+        columns.append(values)
+    return columns
+
+
+def find_atoms(y: np.ndarray, columns: list[np.ndarray] | None = None) -> np.ndarray:
     r"""The values that each output coordinate takes often in ``y`` (shape
     ``(n, ...)``): shape ``(k, A)`` for the ``k`` coordinates, NaN-padded.
 
@@ -61,18 +73,23 @@ def find_atoms(y: np.ndarray) -> np.ndarray:
     at least :data:`ATOM_SHARE` of the outputs, and :data:`ATOM_COUNT` of them, take
     it; up to :data:`MAX_ATOMS` per coordinate, the most frequent. ``A`` is 0 where
     no coordinate has one, and the features are then those of continuous outputs.
+    ``columns``: :func:`_sorted_columns` of ``y``, where the caller has them.
     """
     y = np.asarray(y)
-    y = y.reshape(y.shape[0], -1)
+    columns = _sorted_columns(y) if columns is None else columns
     least = max(ATOM_COUNT, ATOM_SHARE * y.shape[0])
     per_coordinate = []
-    for column in y.T:
-        values, counts = np.unique(column[~np.isnan(column)], return_counts=True)
+    for ordered in columns:
+        # numpy.unique's values and counts, from the sorted values
+        first = np.ones(ordered.shape, dtype=bool)
+        first[1:] = ordered[1:] != ordered[:-1]
+        values = ordered[first]
+        counts = np.diff(np.append(np.flatnonzero(first), ordered.size))
         frequent = np.argsort(-counts, kind="stable")[:MAX_ATOMS]
         frequent = frequent[counts[frequent] >= least]
         per_coordinate.append(np.sort(values[frequent]))
     width = max((len(a) for a in per_coordinate), default=0)
-    atoms = np.full((y.shape[1], width), np.nan, dtype=y.dtype)
+    atoms = np.full((len(columns), width), np.nan, dtype=y.dtype)
     for row, values in zip(atoms, per_coordinate, strict=True):
         row[: len(values)] = values
     return atoms
@@ -81,24 +98,23 @@ def find_atoms(y: np.ndarray) -> np.ndarray:
 KNOT_LEVELS = (0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99)  # quantiles of the hinges
 
 
-def find_knots(y: np.ndarray, atoms: np.ndarray) -> np.ndarray:
+def find_knots(
+    y: np.ndarray, atoms: np.ndarray, columns: list[np.ndarray] | None = None
+) -> np.ndarray:
     """Per output coordinate, the quantiles :data:`KNOT_LEVELS` of its values in
     ``y`` that are neither atoms nor NaN: the hinges of its piecewise-linear
     features, shape ``(k, len(KNOT_LEVELS))`` (NaN where a coordinate has no such
-    value)."""
+    value). ``columns``: :func:`_sorted_columns` of ``y``, where the caller has
+    them."""
     y = np.asarray(y)
-    y = y.reshape(y.shape[0], -1)
-    knots = np.full((y.shape[1], len(KNOT_LEVELS)), np.nan, dtype=y.dtype)
-    for j, column in enumerate(y.T):
-        keep = _continuous(column, atoms[j])
-        if keep.any():
-            knots[j] = np.quantile(column[keep], KNOT_LEVELS)
+    columns = _sorted_columns(y) if columns is None else columns
+    knots = np.full((len(columns), len(KNOT_LEVELS)), np.nan, dtype=y.dtype)
+    levels = np.asarray(KNOT_LEVELS)
+    for j, ordered in enumerate(columns):
+        rest = ordered[~np.isin(ordered, atoms[j])]  # sorted still
+        if rest.size:
+            knots[j] = quantiles_of_sorted(rest, levels)
     return knots
-
-
-def _continuous(column: np.ndarray, atoms: np.ndarray) -> np.ndarray:
-    """Which values of an output coordinate are neither NaN nor one of its atoms."""
-    return ~np.isnan(column) & ~np.isin(column, atoms)
 
 
 class Basis(NamedTuple):
@@ -114,12 +130,15 @@ def find_basis(y: np.ndarray, knots: np.ndarray | None = None) -> Basis:
     """The atoms of ``y`` and the hinges: its quantiles (:func:`find_knots`), or
     the given ``knots`` (sorted values) on every coordinate that has values other
     than atoms and NaN."""
-    atoms = find_atoms(y)
+    columns = _sorted_columns(y)
+    atoms = find_atoms(y, columns)
     if knots is None:
-        return Basis(atoms, find_knots(y, atoms))
+        return Basis(atoms, find_knots(y, atoms, columns))
     y = np.asarray(y)
-    columns = y.reshape(y.shape[0], -1).T
-    has = [_continuous(c, a).any() for c, a in zip(columns, atoms, strict=True)]
+    has = [
+        np.isin(ordered, a, invert=True).any()  # a value neither NaN nor an atom
+        for ordered, a in zip(columns, atoms, strict=True)
+    ]
     knots = np.asarray(knots, dtype=y.dtype)[None, :]
     return Basis(atoms, np.where(np.array(has)[:, None], knots, np.nan))
 
@@ -338,16 +357,50 @@ def _init(key: PRNGKey, model: str, width: int, dtype) -> Any:
     )
 
 
+class TrainingSample(NamedTuple):
+    """Both inputs' training outputs pooled (in the fixed shuffle where they are more
+    than a batch), their labels and their basis, on the device: what
+    :func:`fit` trains on, prepared once for scorers that share it."""
+
+    y: Array
+    labels: Array
+    basis: Basis
+    batch: int
+
+
+def training_sample(
+    y_first: np.ndarray, y_second: np.ndarray, knots: np.ndarray | None = None
+) -> TrainingSample:
+    """The :class:`TrainingSample` of ``y_first`` (label 1) and ``y_second`` (label
+    0), with hinges at ``knots`` (sorted values) or, by default, at its quantiles
+    (:func:`find_basis`); in JAX's float dtype (call it where 64-bit values are
+    enabled, if they should be). Computing the basis is the most of a scorer's
+    preparation on a GPU: the portfolio's three scorers share one sample."""
+    dtype = jnp.result_type(float)
+    pooled = np.concatenate([np.asarray(y_first), np.asarray(y_second)])
+    labels = np.concatenate([np.ones(len(y_first)), np.zeros(len(y_second))])
+    rows = len(pooled)
+    if rows > BATCH:  # minibatches are consecutive rows of one fixed shuffle
+        order = np.random.default_rng(SHUFFLE_SEED).permutation(rows)
+        pooled, labels = pooled[order], labels[order]
+    basis = jax.tree.map(lambda a: jnp.asarray(a, dtype), find_basis(pooled, knots))
+    return TrainingSample(
+        jnp.asarray(pooled, dtype), jnp.asarray(labels, dtype), basis,
+        min(rows, BATCH),
+    )  # fmt: skip
+
+
 def fit(
     key: PRNGKey,
-    y_first: np.ndarray,
-    y_second: np.ndarray,
+    y_first: np.ndarray | None = None,
+    y_second: np.ndarray | None = None,
     *,
     model: str = "logistic",
     steps: int = STEPS,
     learning_rate: float = LEARNING_RATE,
     feature_set: str = "moments",
     knots: np.ndarray | None = None,
+    sample: TrainingSample | None = None,
 ) -> Scorer:
     """Trains a scorer that separates ``y_first`` (outputs of the first input, label
     1) from ``y_second`` (label 0) by the binary cross-entropy of its logit, with
@@ -367,18 +420,19 @@ def fit(
         (:func:`bit_features`) or ``"ramps"`` (:func:`ramp_features`).
       knots: the hinges of every coordinate with values other than atoms (sorted
         values, :func:`input_knots`); by default its quantiles (:func:`find_basis`).
+      sample: the :func:`training_sample` of ``y_first``, ``y_second`` and
+        ``knots``, prepared already (then those three are not given).
     """
+    if sample is None:
+        if y_first is None or y_second is None:
+            raise ValueError("Expected y_first and y_second, or a training sample.")
+        sample = training_sample(y_first, y_second, knots)
+    elif y_first is not None or y_second is not None or knots is not None:
+        raise ValueError(
+            "Expected either y_first, y_second (and knots) or sample, not both."
+        )
     dtype = jnp.result_type(float)
-    pooled = np.concatenate([np.asarray(y_first), np.asarray(y_second)])
-    labels = np.concatenate([np.ones(len(y_first)), np.zeros(len(y_second))])
-    rows = len(pooled)
-    if rows > BATCH:  # minibatches are consecutive rows of one fixed shuffle
-        order = np.random.default_rng(SHUFFLE_SEED).permutation(rows)
-        pooled, labels = pooled[order], labels[order]
-    batch = min(rows, BATCH)
-    basis = jax.tree.map(lambda a: jnp.asarray(a, dtype), find_basis(pooled, knots))
-    y = jnp.asarray(pooled, dtype)
-    labels = jnp.asarray(labels, dtype)
+    y, labels, basis, batch = sample
     phi = FEATURES[feature_set](y[:batch], basis)  # one batch: it only preconditions
     mean = jnp.mean(phi, axis=0)
     scale = jnp.std(phi, axis=0)

@@ -117,10 +117,17 @@ def test_auto_adds_the_majority_vote_for_discrete_outputs():
     # winner is the best of what is recorded, not the first in order
     assert r.selection[r.attack] == max(r.selection.values())
     assert len(set(r.selection.values())) > 1
-    # where the preparation's time went: every candidate, applicable or not, in
-    # the portfolio's order between the two draws, then the choice
+    # where the preparation's time went: the scorers' shared sample, every
+    # candidate, applicable or not, in the portfolio's order between the two draws,
+    # then the choice
     prepared = [f"prepare {label}" for label in AUTO_CANDIDATES]
-    stages = ["training draws", *prepared, "selection draws", "choice"]
+    stages = [
+        "training draws",
+        "training sample",
+        *prepared,
+        "selection draws",
+        "choice",
+    ]
     assert list(r.attack_stages) == stages
     assert all(v >= 0 for v in r.attack_stages.values())
     assert sum(r.attack_stages.values()) <= r.attack_seconds + 1e-3

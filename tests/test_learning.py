@@ -63,6 +63,53 @@ def test_atom_features_mask_the_value_and_flag_the_atom():
     np.testing.assert_array_equal(phi, expected)
 
 
+def _basis_by_definition(y, knots=None):
+    """find_basis' definition, column by column: numpy.unique's counts of the
+    values other than NaN for the atoms, numpy.quantile of the values that are
+    neither NaN nor atoms for the hinges."""
+    y = y.reshape(len(y), -1)
+    least = max(learning.ATOM_COUNT, learning.ATOM_SHARE * len(y))
+    found = []
+    for column in y.T:
+        values, counts = np.unique(column[~np.isnan(column)], return_counts=True)
+        frequent = np.argsort(-counts, kind="stable")[: learning.MAX_ATOMS]
+        found.append(np.sort(values[frequent[counts[frequent] >= least]]))
+    atoms = np.full((y.shape[1], max(map(len, found))), np.nan, dtype=y.dtype)
+    for row, values in zip(atoms, found, strict=True):
+        row[: len(values)] = values
+    width = len(learning.KNOT_LEVELS if knots is None else knots)
+    hinges = np.full((y.shape[1], width), np.nan, dtype=y.dtype)
+    for j, column in enumerate(y.T):
+        rest = column[~np.isnan(column) & ~np.isin(column, atoms[j])]
+        if rest.size:
+            hinges[j] = (
+                np.quantile(rest, learning.KNOT_LEVELS) if knots is None else knots
+            )
+    return atoms, hinges
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_basis_is_its_definition_exactly(dtype):
+    """find_basis sorts each coordinate once and takes the atoms, their counts and
+    the hinges from it: the atoms and hinges of the definition, to the last bit,
+    on atoms beside continuous values, ties, NaN, infinities and signed zeros, a
+    coordinate of atoms only and one of NaN only; with given knots too."""
+    rng = np.random.default_rng(14)
+    y = _mixed(rng, 30_000).astype(dtype)
+    extra = rng.laplace(size=(30_000, 3)).astype(dtype)
+    extra[:40, 0], extra[40:90, 0], extra[90:95, 0] = np.nan, -0.0, np.inf
+    extra[95:120, 0], extra[120:130, 0] = 0.0, -np.inf
+    extra[:, 1] = np.round(extra[:, 1] * 3)  # ties: atoms and a continuous rest
+    extra[:, 2] = np.nan
+    y = np.concatenate([y, extra], axis=1)
+    for knots in (None, np.array([0.0, 1.0])):
+        basis = learning.find_basis(y, knots)
+        atoms, hinges = _basis_by_definition(y, knots)
+        assert basis.atoms.dtype == basis.knots.dtype == dtype
+        np.testing.assert_array_equal(basis.atoms, atoms)
+        np.testing.assert_array_equal(basis.knots, hinges)
+
+
 def test_input_knots_are_the_pairs_few_distinct_finite_values():
     pair = np.array([[2.0, 1.0, np.inf], [1.0, 0.0, np.nan]])
     np.testing.assert_array_equal(learning.input_knots(pair), [0.0, 1.0, 2.0])
@@ -150,6 +197,34 @@ def test_fit_separates_a_shift_in_full_batch_and_minibatches(rows):
     gap = s1.mean() - s2.mean()
     error = np.sqrt(s1.var() / len(s1) + s2.var() / len(s2))
     assert gap > 10 * error
+
+
+@pytest.mark.parametrize(
+    "model, feature_set", [("mlp", "moments"), ("logistic", "bits")]
+)
+def test_a_shared_training_sample_trains_the_scorer_of_the_outputs(model, feature_set):
+    """The portfolio prepares one training sample for its scorers: a scorer trained
+    on it is, to the last bit, the one trained on the outputs themselves (in
+    minibatches of the fixed shuffle, with atoms and hinges)."""
+    rng = np.random.default_rng(3)
+    first = np.round(rng.laplace(size=(learning.BATCH + 7, 2)), 1)
+    second = np.round(rng.laplace(size=(learning.BATCH + 3, 2)) + 0.5, 1)
+    first[:500, 1] = second[:700, 1] = -1.0  # an atom
+    with jax.enable_x64(True):
+        key = cell_key(1, "fit")
+        alone = learning.fit(
+            key, first, second, model=model, feature_set=feature_set, steps=30
+        )
+        sample = learning.training_sample(first, second)
+        shared = learning.fit(
+            key, model=model, feature_set=feature_set, steps=30, sample=sample
+        )
+    for a, b in zip(jax.tree.leaves(alone), jax.tree.leaves(shared), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ValueError, match="training sample"):
+        learning.fit(key)
+    with pytest.raises(ValueError, match="not both"):
+        learning.fit(key, first, second, sample=sample)
 
 
 def test_sample_sizes_follow_the_counted_draws_within_their_range():

@@ -83,8 +83,9 @@ class Attack(NamedTuple):
         that the candidate's events promised on the selection draws; empty for an
         attack that was named.
       preparation: where a portfolio's preparation spent its time, ``(stage,
-        seconds)`` pairs in order (training draws, each candidate, selection
-        draws, the choice), for the records; empty for an attack that was named.
+        seconds)`` pairs in order (training draws, the scorers' training sample,
+        each candidate, selection draws, the choice), for the records; empty for
+        an attack that was named.
       by_block: whether, on a CPU, the counting loop should guess one block of
         draws after another rather than a chunk of blocks at once (a guess of
         large matrix products, such as the MLP's, runs several times faster so;

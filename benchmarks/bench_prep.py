@@ -1,0 +1,121 @@
+"""The default attack's preparation by stage, at the training size of a large audit.
+
+A default audit (``attack="auto"``) at N >= 1e7 draws per input prepares its
+candidates on 1e6 training draws per input (``attacks.TRAIN_CAP``), whatever N is;
+its selection sample grows with N up to 2^24. This benchmark isolates the
+preparation: the portfolio with ``--train-draws`` training and ``--select-draws``
+selection draws per input, counted on only ``--draws`` N, so that the audit's time
+is nearly all preparation. Each case (on its peers' pair, 90 %, ``--seed``) runs once
+untimed (its compiles), then ``--repeats`` times; the fastest run's record gives the
+stages (``attack_stages``, seconds). To compare two versions of mcdp, run it at each
+(``PYTHONPATH`` at a ``git worktree`` of the other), in turn, on an idle machine.
+
+``--basis`` times instead the host's part of a scorer's preparation,
+``learning.find_basis`` (each output coordinate's atoms and hinges) of a pooled
+training sample of 2e6 outputs: continuous in 20 coordinates (as
+``laplace-parallel``'s), and half atoms in 10 (as the Sparse Vector cases'), best of
+``--repeats``. Before 2026-11-26 each of the portfolio's three scorers computed it;
+since, they share one.
+
+    python benchmarks/bench_prep.py --cases svt1,laplace-parallel --json F
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+from _common import (  # noqa: E402
+    best_of,
+    environment,
+    environment_line,
+    parse_ints,
+    write_json,
+)
+from bench_auto import _run  # noqa: E402
+
+import mcdp  # noqa: E402
+from mcdp import learning  # noqa: E402
+from mcdp.attacks import TRAIN_CAP, auto_attack  # noqa: E402
+from mcdp.mechanisms import SUITE  # noqa: E402
+
+
+def bench_case(name: str, args: argparse.Namespace) -> dict:
+    attack = auto_attack(train_draws=args.train_draws, select_draws=args.select_draws)
+    _run(name, attack, args.draws, args.seed + 1)  # compiles
+    runs = [_run(name, attack, args.draws, args.seed) for _ in range(args.repeats)]
+    record, seconds = min(runs, key=lambda run: run[1])
+    return {
+        "case": name, "seed": args.seed, "draws": args.draws,
+        "train_draws": args.train_draws, "select_draws": args.select_draws,
+        "audit_seconds": seconds, "prep_seconds": record.attack_seconds,
+        "stages": record.attack_stages, "attack": record.attack,
+        "bound": record.epsilon_lower, "selection": record.selection,
+    }  # fmt: skip
+
+
+def bench_basis(repeats: int) -> list[dict]:
+    rng = np.random.default_rng(0)
+    rows = 2 * TRAIN_CAP
+    mixed = rng.laplace(size=(rows, 10))
+    mixed[: rows // 2] = np.floor(mixed[: rows // 2] * 2)  # atoms beside the rest
+    samples = {"continuous, 20": rng.laplace(size=(rows, 20)), "mixed, 10": mixed}
+    out = []
+    for label, y in samples.items():
+        timing = best_of(repeats, lambda y=y: learning.find_basis(y))
+        out.append({"outputs": label, "rows": rows, "seconds": timing.seconds})
+        print(f"find_basis, {label} coordinates, {rows} rows: {timing.seconds:.3f} s")
+    return out
+
+
+def _count(text: str) -> int:
+    (value,) = parse_ints(text)
+    return value
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="svt1,laplace-parallel,rappor")
+    parser.add_argument("--train-draws", type=_count, default=TRAIN_CAP)
+    parser.add_argument("--select-draws", type=_count, default=100_000)
+    parser.add_argument("--draws", type=_count, default=100_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--basis", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    env = environment()
+    print(environment_line(env), f"| mcdp from {Path(mcdp.__file__).parent}")
+    if args.basis:
+        rows = bench_basis(args.repeats)
+        if args.json:
+            payload = {"benchmark": "prep --basis", "environment": env}
+            write_json(args.json, {**payload, "settings": vars(args), "results": rows})
+        return 0
+    rows = []
+    for name in args.cases.split(","):
+        if name not in SUITE:
+            parser.error(f"--cases: {name!r} is not a suite case")
+        rows.append(bench_case(name, args))
+        row = rows[-1]
+        stages = ", ".join(
+            f"{k} {v:.2f}" for k, v in row["stages"].items() if v > 0.005
+        )
+        print(
+            f"{name}: preparation {row['prep_seconds']:.2f} s of "
+            f"{row['audit_seconds']:.2f} s (chose {row['attack']}, bound "
+            f"{row['bound']:.4g}): {stages}",
+            flush=True,
+        )
+        if args.json:
+            payload = {"benchmark": "prep", "environment": env}
+            write_json(args.json, {**payload, "settings": vars(args), "results": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
