@@ -374,8 +374,9 @@ def training_sample(
     """The :class:`TrainingSample` of ``y_first`` (label 1) and ``y_second`` (label
     0), with hinges at ``knots`` (sorted values) or, by default, at its quantiles
     (:func:`find_basis`); in JAX's float dtype (call it where 64-bit values are
-    enabled, if they should be). Computing the basis is the most of a scorer's
-    preparation on a GPU: the portfolio's three scorers share one sample."""
+    enabled, if they should be). Pooling, the basis and the copy are the host's
+    part of a scorer's preparation: the portfolio's three scorers share one
+    sample."""
     dtype = jnp.result_type(float)
     pooled = np.concatenate([np.asarray(y_first), np.asarray(y_second)])
     labels = np.concatenate([np.ones(len(y_first)), np.zeros(len(y_second))])
