@@ -5,8 +5,11 @@ seed is printed in the header of a failing run) and a tolerance derived from its
 sampling error with a stated false-alarm probability ``FAIL_PROB``.
 """
 
+import importlib.util
 import math
 import os
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -37,6 +40,17 @@ AUDIT_FIELDS = {
     "exact",
     "seconds",
 }
+
+
+def load_benchmark(name: str):
+    """The module ``benchmarks/<name>.py``, imported under ``name`` (its dataclasses
+    look their module up in ``sys.modules``)."""
+    path = Path(__file__).parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def pytest_report_header(config):

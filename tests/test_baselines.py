@@ -5,10 +5,8 @@ Each baseline's estimated ``P[guess 1 | D]`` and ``P[guess 1 | D']`` must lie wi
 (where an exact value is 0 or 1, the estimate must equal it).
 """
 
-import importlib.util
 import math
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,18 +14,9 @@ import pytest
 from mcdp.exact import exact_e2
 from mcdp.mechanisms import get_mechanism
 
-from conftest import SEED, Z
+from conftest import SEED, Z, load_benchmark
 
-
-def _load_baselines():
-    path = Path(__file__).parents[1] / "benchmarks" / "baselines.py"
-    spec = importlib.util.spec_from_file_location("baselines", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-baselines = _load_baselines()
+baselines = load_benchmark("baselines")
 EPSILON = 1.0
 SCALARS = 2_000_000  # per dataset: draws = min(100_000, SCALARS // d)
 

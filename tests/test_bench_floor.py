@@ -11,10 +11,7 @@ conservative on discrete outputs, where it still compares the whole distribution
 function.
 """
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -25,19 +22,9 @@ from scipy import stats
 from mcdp.mechanisms import MECHANISMS, SUITE
 from mcdp.sampling import key as stream_key
 
-from conftest import FAIL_PROB, SEED
+from conftest import FAIL_PROB, SEED, load_benchmark
 
-
-def _load_bench_floor():
-    path = Path(__file__).parents[1] / "benchmarks" / "bench_floor.py"
-    spec = importlib.util.spec_from_file_location("bench_floor", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_floor"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_floor = _load_bench_floor()
+bench_floor = load_benchmark("bench_floor")
 N = 20_000  # draws per input of each side
 CASES = [name for name in SUITE if name in bench_floor.SAMPLERS]
 # The JAX draws come from the mechanism's own sampler, eagerly, on mcdp's opt-in

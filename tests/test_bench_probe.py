@@ -1,19 +1,9 @@
 """``benchmarks/probe_candidates.py`` runs one candidate per process and says which
 did not apply, which finished (with its bound) and which it stopped."""
 
-import importlib.util
-from pathlib import Path
+from conftest import load_benchmark
 
-
-def _load():
-    path = Path(__file__).parents[1] / "benchmarks" / "probe_candidates.py"
-    spec = importlib.util.spec_from_file_location("probe_candidates", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-probe = _load().probe
+probe = load_benchmark("probe_candidates").probe
 
 
 def test_a_candidate_is_run_alone_or_said_not_to_apply_or_stopped():

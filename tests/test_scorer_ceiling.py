@@ -3,10 +3,7 @@ the mechanism's outputs with their exact probabilities, and the exact privacy lo
 as a score gives back the ceiling. No randomness but one fixed-seed draw of the
 mechanism, whose every output must be one of the cells."""
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -17,19 +14,9 @@ from mcdp.mechanisms import MECHANISMS, SUITE
 from mcdp.mechanisms.sparse_vector import SVT3_ABORTED, SVT3_FALSE
 from mcdp.pairs import make_pair
 
-from conftest import SEED
+from conftest import SEED, load_benchmark
 
-
-def _load():
-    path = Path(__file__).parents[1] / "benchmarks" / "scorer_ceiling.py"
-    spec = importlib.util.spec_from_file_location("scorer_ceiling", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["scorer_ceiling"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-scorer_ceiling = _load()
+scorer_ceiling = load_benchmark("scorer_ceiling")
 N = 10**7
 
 
