@@ -104,6 +104,21 @@ def parse_ints(text: str) -> list[int]:
     return [int(v) for v in values]
 
 
+def parse_count(text: str) -> int:
+    """``"1e7"`` -> ``10000000``: one positive count."""
+    values = parse_ints(text)
+    if len(values) != 1:
+        raise argparse.ArgumentTypeError(f"expected one count, got {text!r}")
+    return values[0]
+
+
+def parse_count_or_zero(text: str) -> int:
+    """:func:`parse_count`, or ``"0"`` -> ``0``: one count, at least 0."""
+    if text.strip() in ("0", "0.0", "0e0"):
+        return 0
+    return parse_count(text)
+
+
 def write_json(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     """Writes ``payload`` as indented JSON, creating the parent folder."""
     path = Path(path)

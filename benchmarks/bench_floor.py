@@ -123,6 +123,7 @@ from _common import (  # noqa: E402
     best_of,
     environment,
     environment_line,
+    parse_count_or_zero,
     parse_ints,
     write_json,
 )
@@ -612,16 +613,6 @@ def _cpu_model() -> str | None:
     return None
 
 
-def parse_count(text: str) -> int:
-    """``"1e7"`` -> ``10000000``, ``"0"`` -> ``0``: one count, at least 0."""
-    if text.strip() in ("0", "0.0", "0e0"):
-        return 0
-    values = parse_ints(text)
-    if len(values) != 1:
-        raise argparse.ArgumentTypeError(f"expected one count, got {text!r}")
-    return values[0]
-
-
 def parse_cases(text: str) -> list[str]:
     """``"a,b"`` -> ``["a", "b"]``, each a case of SUITE, once."""
     names = [v.strip() for v in text.split(",") if v.strip()]
@@ -662,7 +653,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--warmup-draws",
-        type=parse_count,
+        type=parse_count_or_zero,
         default=WARMUP_DRAWS,
         help="draws of the untimed audit before each case's first timed one, "
         f"seed + 1 (default {WARMUP_DRAWS:g}; 0: none, cold timings)",

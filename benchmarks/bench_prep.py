@@ -33,7 +33,7 @@ from _common import (  # noqa: E402
     best_of,
     environment,
     environment_line,
-    parse_ints,
+    parse_count,
     write_json,
 )
 from bench_auto import _run  # noqa: E402
@@ -72,17 +72,12 @@ def bench_basis(repeats: int) -> list[dict]:
     return out
 
 
-def _count(text: str) -> int:
-    (value,) = parse_ints(text)
-    return value
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default="svt1,laplace-parallel,rappor")
-    parser.add_argument("--train-draws", type=_count, default=TRAIN_CAP)
-    parser.add_argument("--select-draws", type=_count, default=100_000)
-    parser.add_argument("--draws", type=_count, default=100_000)
+    parser.add_argument("--train-draws", type=parse_count, default=TRAIN_CAP)
+    parser.add_argument("--select-draws", type=parse_count, default=100_000)
+    parser.add_argument("--draws", type=parse_count, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--basis", action="store_true")

@@ -64,20 +64,20 @@ def probe(case: str, label: str, draws: int, timeout: float) -> dict:
 
 
 def main(argv=None) -> int:
-    from _common import parse_ints  # noqa: PLC0415
+    from _common import parse_count  # noqa: PLC0415
 
     from mcdp.attacks import AUTO_CANDIDATES  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("case")
-    parser.add_argument("--draws", type=parse_ints, default=[10**6])
+    parser.add_argument("--draws", type=parse_count, default=10**6)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--candidates", default=",".join(AUTO_CANDIDATES))
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     rows = []
     for label in args.candidates.split(","):
-        row = probe(args.case, label, args.draws[0], args.timeout)
+        row = probe(args.case, label, args.draws, args.timeout)
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.json:
