@@ -672,7 +672,6 @@ _SCORERS = {
     "learned-bits": ("logistic", "bits"),
     "learned-inputs": ("logistic", "ramps"),  # hinges at the inputs' values only
 }
-QUANTILE_HINGES = "quantile hinges"  # the scorers' shared training sample
 # The default candidates, in the order that breaks ties (the cheaper, fixed events
 # first).
 AUTO_CANDIDATES = (
@@ -770,16 +769,16 @@ def _prepared_candidates(
     ``outputs`` (``(2, n, ...)``) or on the context alone; ``watch`` laps after
     each."""
     out: list[_Candidate] = []
-    samples: dict[str, learning.TrainingSample] = {}  # the scorers' shared sample
     # the scorers on quantile hinges (all but learned-inputs) share one sample
+    sample = None
     if any(
         label in _SCORERS and label != "learned-inputs" for label in settings.candidates
     ):
         with jax.enable_x64(context.dtype == "float64"):
-            samples[QUANTILE_HINGES] = learning.training_sample(outputs[0], outputs[1])
-        watch.lap("training sample", samples[QUANTILE_HINGES].y)
+            sample = learning.training_sample(outputs[0], outputs[1])
+        watch.lap("training sample", sample.y)
     for i, label in enumerate(settings.candidates):
-        candidate = _prepared_candidate(i, label, context, outputs, samples)
+        candidate = _prepared_candidate(i, label, context, outputs, sample)
         if candidate is not None:
             out.append(candidate)
         watch.lap(f"prepare {label}", None if candidate is None else candidate.aux)
@@ -791,12 +790,11 @@ def _prepared_candidate(
     label: str,
     context: AttackContext,
     outputs: np.ndarray,
-    samples: dict[str, learning.TrainingSample],
+    sample: learning.TrainingSample | None,
 ) -> _Candidate | None:
     """Candidate ``label`` (the ``i``-th of the portfolio) prepared, or ``None``
-    where it does not apply. The scorers on the default hinges train on the one
-    :func:`mcdp.learning.training_sample` in ``samples``: each would make the same
-    one."""
+    where it does not apply. The scorers on the default hinges train on ``sample``,
+    the :func:`mcdp.learning.training_sample` of ``outputs`` that each would make."""
     mech, dtype = context.mechanism, context.dtype
     if label == "lr":
         if mech.privacy_loss is None:
@@ -827,9 +825,7 @@ def _prepared_candidate(
         model, features = _SCORERS[label]
         key = jax.random.fold_in(jax.random.fold_in(context.key, 2), i)
         with jax.enable_x64(dtype == "float64"):
-            if knots is None:
-                sample = samples[QUANTILE_HINGES]
-            else:
+            if knots is not None:  # learned-inputs: hinges of its own
                 sample = learning.training_sample(outputs[0], outputs[1], knots)
             scorer = learning.fit(key, model=model, feature_set=features, sample=sample)
         score = learning.SCORES_BY_FEATURES[features][model]
