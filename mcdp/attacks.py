@@ -149,7 +149,7 @@ def likelihood_ratio_attack(mechanism: Mechanism, num_thresholds: int) -> Attack
         loss = loss_fn(y, tx, tx_prime, params)
         return jnp.searchsorted(thresholds, loss, side="right").astype(jnp.int32)
 
-    return Attack("lr", num_thresholds + 1, guess)
+    return Attack("lr", num_thresholds + 1, guess, by_block=mechanism.loss_by_block)
 
 
 def _lr_events(cut: np.ndarray) -> tuple[str, ...]:
@@ -975,6 +975,7 @@ def _portfolio_choice(
         attack = Attack(
             "lr", len(thresholds) + 1, _loss_guess_of(mech),
             events=_lr_events(thresholds), selection=table,
+            by_block=mech.loss_by_block,
         )  # fmt: skip
         return attack, (winner.aux, thresholds)
     if winner.label == "histogram":

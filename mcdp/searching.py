@@ -9,7 +9,9 @@ pair. The search proposes pairs inside the mechanism's declared
 * ``random``: random neighbouring pairs of the domain
   (:meth:`~mcdp.domains.InputDomain.random_pairs`);
 * ``gradient``: for a mechanism with a density (``privacy_loss``) on a continuous
-  domain, projected gradient ascent (optax Adam) from random starts on the mean of
+  domain whose outputs move continuously with the input (``pathwise``; not the
+  Sparse Vector variants, whose comparisons a pathwise gradient does not see),
+  projected gradient ascent (optax Adam) from random starts on the mean of
   the top :data:`TAIL` of the privacy loss over reparametrised draws, in both
   orders of the pair, projected back into the domain after every step.
 
@@ -124,7 +126,7 @@ def named_pairs(domain: InputDomain, dim: int, clip: float) -> list[Candidate]:
 
 
 def _differentiable(mech: Mechanism, domain: InputDomain) -> bool:
-    return mech.privacy_loss is not None and not domain.integer
+    return mech.privacy_loss is not None and mech.pathwise and not domain.integer
 
 
 def gradient_pairs(

@@ -110,6 +110,9 @@ def test_registry_holds_exactly_the_suite():
         "laplace-parallel",
         "rappor",
         "one-time-rappor",
+        "svt3",
+        "svt34-parallel",
+        "numerical-svt",
     }
 
 

@@ -57,6 +57,8 @@ class _MechanismFields(NamedTuple):
     workers: int = 1
     domain: InputDomain | None = None
     threads: bool = False
+    pathwise: bool = True
+    loss_by_block: bool = False
 
     def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
         """``calibrate_sanity_check(epsilon, dim, **options)``, or a one-line error
@@ -155,6 +157,16 @@ class Mechanism(_MechanismFields):
         ``host_sample``; the counts do not depend on it.
       threads: whether the workers are threads of this process rather than
         processes.
+      pathwise: whether ``sample``'s outputs move continuously with the input for
+        fixed noise, so that the gradient search
+        (:func:`mcdp.searching.gradient_pairs`) may differentiate through it with
+        ``privacy_loss``. ``False`` where comparisons with the noise give the
+        outputs a discrete part (the Sparse Vector variants): a pathwise gradient
+        does not see how the input moves their probabilities.
+      loss_by_block: whether the counting loop on a CPU scores ``privacy_loss``
+        one block of draws after another rather than batched over a chunk (see
+        :class:`mcdp.core.attack.Attack`): for a loss with large intermediates
+        per output, such as a quadrature. The counts are the same either way.
     """
 
     __slots__ = ()

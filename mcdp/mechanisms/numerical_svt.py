@@ -43,7 +43,7 @@ from mcdp import _validate
 from mcdp._types import Array, PRNGKey
 from mcdp.core.domains import QUERY_ANSWERS
 from mcdp.core.mechanism import Mechanism
-from mcdp.mechanisms import _svt_exact
+from mcdp.mechanisms import _svt_density, _svt_exact
 from mcdp.mechanisms._base import standard_laplace
 from mcdp.mechanisms._numerics import epsilon_of, loss_range
 
@@ -119,11 +119,33 @@ def numerical_svt_exact_epsilon(params: NumericalSvtParams, tx: np.ndarray):
     return epsilon_of(lo, hi)
 
 
+def numerical_svt_privacy_loss(y: Array, tx: Array, tx_prime: Array, params):
+    r""":math:`\ln p(y \mid x) - \ln p(y \mid x')` of outputs ``y``, shape ``(n,
+    d)``: the pattern's log ratio (:func:`mcdp.mechanisms._svt_density.
+    pattern_log_probs`) plus the released answers' Laplace log ratios."""
+    dtype = y.dtype
+    below = y == BELOW
+    above = ~below & (y != ABORTED)
+    quad = _svt_density.Quadrature(tx, tx_prime, params, dtype)
+    answers = _svt_density.laplace_answers_log_ratio(
+        y, above, jnp.asarray(tx, dtype), jnp.asarray(tx_prime, dtype),
+        jnp.asarray(params.answer_scale, dtype),
+    )  # fmt: skip
+    return (
+        answers
+        + _svt_density.pattern_log_probs(above, below, tx, quad)
+        - _svt_density.pattern_log_probs(above, below, tx_prime, quad)
+    )
+
+
 NUMERICAL_SVT = Mechanism(
     name="numerical-svt",
     sample=numerical_svt_sample,
     claim="epsilon-DP",
     calibrate=lambda epsilon, delta, dim, clip: numerical_svt_params(epsilon),
+    privacy_loss=numerical_svt_privacy_loss,
     exact_epsilon=numerical_svt_exact_epsilon,
     domain=QUERY_ANSWERS,
+    pathwise=False,  # the comparisons give the outputs a discrete part
+    loss_by_block=True,  # a quadrature per output: 1.5x faster counting by block
 )

@@ -1,0 +1,203 @@
+r"""Log densities of the Sparse Vector outputs as JAX functions (the exact privacy
+loss of an output row, which the likelihood-ratio attack scores).
+
+Given the threshold noise :math:`\rho = r`, query :math:`i` is above with
+probability :math:`A_i(r) = P[\nu_i \ge T + r - x_i]` and below with :math:`B_i(r)
+= 1 - A_i(r)` (:mod:`mcdp.mechanisms._svt_exact`, whose host integrals these
+follow). An output's pattern has the probability
+
+.. math:: P[\text{pattern}] = \int f_\rho(r) \prod_{i \in P} A_i(r)
+   \prod_{i \in F} B_i(r)\,dr
+
+(:func:`pattern_log_probs`; P above, F below, the aborted queries in neither). Where
+the answers above are released as noisy values :math:`v_p = x_p + \nu_p`
+(``svt3``), every one of them needs :math:`r \le v_p - T`, so the density is
+:math:`\prod_{p \in P} f_\nu(v_p - x_p)\,G_F(\min_p v_p - T)` with
+:math:`G_F(u) = \int_{-\infty}^{u} f_\rho(r) \prod_{i \in F} B_i(r)\,dr`
+(:func:`capped_log_probs`).
+
+The integrals are taken by Gauss–Legendre quadrature (:data:`GL_ORDER` nodes per
+piece) on pieces that the pair fixes: split at every kink of the integrand (0,
+where :math:`f_\rho` bends, and :math:`x_i - T`, :math:`x'_i - T`, where
+:math:`A_i` and :math:`B_i` do) and half-way between neighbouring kinks, and on
+tails past them whose pieces grow from a fraction of the integrand's steepest
+decay (:data:`STEEP`) to 50 wide noise scales (:data:`FAR`), where it has decayed
+by :math:`e^{-50}`. Both inputs share the nodes, so
+that their quadrature errors largely cancel in the log ratio. The shapes are
+static (the number of queries), so one compiled program serves every pair and
+scale. Left of every kink :math:`G_F` is :math:`C e^{\lambda r}` and is taken in
+closed form; the piece that :math:`u` cuts gets nodes of its own per output.
+Against the host's float64 integrals (tests) the log probabilities agree to within
+1e-4 in float64, on the peers' pairs and on pairs spread over several noise scales
+(on the peers' pairs 3e-5; 3e-6 with 5 nodes per piece, 2e-7 with 6, 2e-9 with 8,
+each node costing as much): the loss only ranks outputs into events, whose bounds
+stay valid whatever its rounding, and an error of 1e-4 moves an event's edge past
+a negligible share of its outputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mcdp._types import Array
+
+GL_ORDER = 4  # Gauss–Legendre nodes per piece
+# the tail pieces' ends past the kinks: in units of the integrand's steepest decay
+# (1 / (1/b_rho + d/b_nu)), and of the wider noise scale
+STEEP = (0.5, 1.5, 4.0, 10.0, 25.0, 60.0)
+FAR = (1.0, 3.0, 8.0, 20.0, 50.0)
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(GL_ORDER)
+_LOG_HALF = math.log(0.5)
+
+
+def laplace_log_sf_cdf(t: Array, scale) -> tuple[Array, Array]:
+    r"""``(log P[nu >= t], log P[nu < t])`` for :math:`\nu \sim \mathrm{Lap}(b)`,
+    neither side underflowing (the JAX twin of
+    :func:`mcdp.mechanisms._base.laplace_log_sf`)."""
+    z = -jnp.abs(t) / scale
+    small = _LOG_HALF + z
+    large = jnp.log1p(-0.5 * jnp.exp(z))
+    right = t >= 0
+    return jnp.where(right, small, large), jnp.where(right, large, small)
+
+
+def _log(weights: Array) -> Array:
+    """``log`` of non-negative weights, ``-inf`` at 0 (a piece of length 0)
+    without a NaN in its gradient."""
+    positive = weights > 0
+    return jnp.where(positive, jnp.log(jnp.where(positive, weights, 1)), -jnp.inf)
+
+
+def _laplace_log_pdf(t: Array, scale) -> Array:
+    return -jnp.log(2 * scale) - jnp.abs(t) / scale
+
+
+class Quadrature:
+    """The pieces and nodes of one pair: ``breaks`` (sorted), ``lo`` (the least
+    kink), and per node its position, log weight and its piece's ends."""
+
+    def __init__(self, tx: Array, tx_prime: Array, params, dtype):
+        threshold_scale = jnp.asarray(params.threshold_scale, dtype)
+        query_scale = jnp.asarray(params.query_scale, dtype)
+        threshold = jnp.asarray(params.threshold, dtype)
+        kinks = jnp.sort(
+            jnp.concatenate([
+                jnp.zeros(1, dtype),
+                jnp.asarray(tx, dtype) - threshold,
+                jnp.asarray(tx_prime, dtype) - threshold,
+            ])
+        )  # fmt: skip
+        # past the kinks the integrand's log falls at most at the threshold noise's
+        # rate plus d times the query noise's: its shortest decay length
+        decay = 1 / (1 / threshold_scale + kinks.size // 2 / query_scale)
+        wide = jnp.maximum(threshold_scale, query_scale)
+        reach = jnp.concatenate([
+            decay * jnp.asarray(STEEP, dtype), wide * jnp.asarray(FAR, dtype)
+        ])  # fmt: skip
+        self.lo = kinks[0]
+        self.breaks = jnp.sort(
+            jnp.concatenate([
+                kinks,
+                (kinks[1:] + kinks[:-1]) / 2,
+                kinks[0] - reach,
+                kinks[-1] + reach,
+            ])
+        )  # fmt: skip
+        starts, stops = self.breaks[:-1, None], self.breaks[1:, None]
+        half = (stops - starts) / 2
+        self.nodes = (starts + half * (jnp.asarray(_GL_X, dtype)[None, :] + 1)).ravel()
+        self.log_weights = _log(half * jnp.asarray(_GL_W, dtype)[None, :]).ravel()
+        self.piece_starts, self.piece_stops = (
+            jnp.broadcast_to(ends, half.shape[:1] + (GL_ORDER,)).ravel()
+            for ends in (starts, stops)
+        )
+        self.threshold_scale, self.query_scale = threshold_scale, query_scale
+        self.threshold, self.dtype = threshold, dtype
+
+    def query_log_probs(self, x: Array, r: Array) -> tuple[Array, Array]:
+        """``(log A_i(r), log B_i(r))`` for every query and every ``r``, shape
+        ``(d,) + r.shape``."""
+        t = (
+            self.threshold
+            + r[None]
+            - jnp.asarray(x, self.dtype).reshape((-1,) + (1,) * r.ndim)
+        )
+        return laplace_log_sf_cdf(t, self.query_scale)
+
+    def base(self) -> Array:
+        """``log f_rho + log w`` at every node."""
+        return _laplace_log_pdf(self.nodes, self.threshold_scale) + self.log_weights
+
+
+def _dot(mask: Array, table: Array) -> Array:
+    """``mask @ table`` at full precision (an accelerator's default may round the
+    factors to fewer bits)."""
+    return jnp.matmul(
+        mask.astype(table.dtype), table, precision=jax.lax.Precision.HIGHEST
+    )
+
+
+def pattern_log_probs(above: Array, below: Array, x: Array, quad: Quadrature) -> Array:
+    """``log P[pattern | x]`` of every row of the masks ``above`` and ``below``
+    (shape ``(n, d)``; a query in neither is aborted) under one threshold draw."""
+    log_above, log_below = quad.query_log_probs(x, quad.nodes)
+    integrand = quad.base()[None, :] + _dot(above, log_above) + _dot(below, log_below)
+    return jax.nn.logsumexp(integrand, axis=-1)
+
+
+def capped_log_probs(below: Array, u: Array, x: Array, quad: Quadrature) -> Array:
+    r""":math:`\ln G_F(u)` per row: :math:`\int_{-\infty}^{u} f_\rho(r) \prod_{i
+    \in F} B_i(r)\,dr` with F the row's ``below`` mask (shape ``(n, d)``) and ``u``
+    its cap (shape ``(n,)``; ``inf``: the whole line)."""
+    dtype = quad.dtype
+    below = below.astype(dtype)
+    x = jnp.asarray(x, dtype)
+    breaks = quad.breaks
+    # left of every kink the integrand is C e^{lambda r}: closed form up to there
+    count = below.sum(axis=-1)
+    rate = 1 / quad.threshold_scale + count / quad.query_scale
+    log_c = (
+        -jnp.log(2 * quad.threshold_scale)
+        + count * _LOG_HALF
+        + _dot(below, (quad.threshold - x) / quad.query_scale)
+    )
+    tail = log_c + rate * jnp.minimum(u, quad.lo) - jnp.log(rate)
+    # the whole pieces right of the kinks and left of the one that the cap cuts
+    cap = jnp.clip(u, quad.lo, breaks[-1])
+    piece = jnp.clip(
+        jnp.searchsorted(breaks, cap, side="right") - 1, 0, breaks.size - 2
+    )
+    start = breaks[piece]
+    _, log_below = quad.query_log_probs(x, quad.nodes)
+    whole = quad.base()[None, :] + _dot(below, log_below)
+    inside = (quad.piece_stops[None, :] <= start[:, None]) & (
+        quad.piece_starts[None, :] >= quad.lo
+    )
+    whole = jnp.where(inside, whole, -jnp.inf)
+    # the cut piece [start, cap], with nodes of its own per row
+    half = (cap - start)[:, None] / 2
+    nodes = start[:, None] + half * (jnp.asarray(_GL_X, dtype)[None, :] + 1)  # (n, G)
+    _, node_below = quad.query_log_probs(x, nodes)  # (d, n, G)
+    cut = (
+        _laplace_log_pdf(nodes, quad.threshold_scale)
+        + jnp.einsum(
+            "nd,dng->ng", below, node_below, precision=jax.lax.Precision.HIGHEST
+        )
+        + _log(half * jnp.asarray(_GL_W, dtype)[None, :])
+    )
+    terms = jnp.concatenate([tail[:, None], whole, cut], axis=-1)
+    return jax.nn.logsumexp(terms, axis=-1)
+
+
+def laplace_answers_log_ratio(
+    values: Array, above: Array, x: Array, x_prime: Array, scale
+) -> Array:
+    r""":math:`\sum_{p \in P} \ln f_\nu(v_p - x_p) - \ln f_\nu(v_p - x'_p)` per row
+    for Laplace noise of ``scale`` on the released answers ``values``."""
+    x, x_prime = (jnp.broadcast_to(v, values.shape) for v in (x, x_prime))
+    terms = (jnp.abs(values - x_prime) - jnp.abs(values - x)) / scale
+    return jnp.sum(jnp.where(above, terms, 0), axis=-1)

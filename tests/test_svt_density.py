@@ -1,0 +1,237 @@
+"""The Sparse Vector densities as JAX functions (``mcdp.mechanisms._svt_density``)
+and the privacy losses of ``svt3``, ``svt34-parallel`` and ``numerical-svt`` built
+on them: against the host's float64 integrals, against SciPy's adaptive quadrature,
+against the exact losses, and by the identity E_x[exp(-L)] = 1."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import mcdp
+from mcdp import searching
+from mcdp.attacks import likelihood_ratio_attack
+from mcdp.mechanisms import MECHANISMS, SUITE, numerical_svt
+from mcdp.mechanisms import _svt_density as density
+from mcdp.mechanisms import _svt_exact as svt_exact
+from mcdp.mechanisms import sparse_vector as sv
+from mcdp.pairs import make_pair
+
+from conftest import SEED, Z
+
+# 4 Gauss–Legendre nodes per piece: the module's stated accuracy
+QUADRATURE_TOL = 1e-4
+DENSITY_CASES = ("svt3", "svt34-parallel", "numerical-svt")
+
+
+def _params(name):
+    case = SUITE[name]
+    return MECHANISMS[name].calibrate(case.epsilon, 0.0, case.dim, 1.0)
+
+
+def _pairs(dim: int):
+    """The peers' pair, one of StatDP's patterns and two random pairs of
+    neighbours spread over several noise scales."""
+    rng = np.random.default_rng(0)
+    out = [make_pair("all-above-all-below", dim), make_pair("half-half", dim)]
+    for _ in range(2):
+        x = rng.normal(0.0, 40.0, dim)
+        out.append(np.stack([x, x + rng.uniform(-1.0, 1.0, dim)]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        numerical_svt.numerical_svt_params(0.1),
+        sv.svt_params("svt4", 0.1, 2, 1.0),
+        sv.svt_params("svt1", 0.5, 3, 0.5),
+    ],
+    ids=["numerical-svt", "svt4", "svt1"],
+)
+def test_pattern_log_probs_match_the_host_integrals(params):
+    for tx in _pairs(10):
+        rows = svt_exact.outputs(10, int(params.cutoff))
+        with jax.enable_x64(True):
+            quad = density.Quadrature(tx[0], tx[1], params, jnp.float64)
+            for x in tx:
+                host = svt_exact.single_threshold_log_probs(x, rows, params)
+                got = density.pattern_log_probs(
+                    jnp.asarray(rows == 1), jnp.asarray(rows == 0), x, quad
+                )
+                np.testing.assert_allclose(
+                    np.asarray(got), host, rtol=0, atol=QUADRATURE_TOL
+                )
+
+
+def test_capped_log_probs_match_the_host_cumulative_integral():
+    params = _params("svt3")
+    threshold = float(params.threshold)
+    caps = np.array([-400.0, -150.0, -30.0, -0.5, 0.0, 0.3, 3.7, 20.0, 80.0, np.inf])
+    for tx in _pairs(10)[::2]:  # the peers' pair and a spread one
+        kinks = np.concatenate([[0.0], tx[0] - threshold, tx[1] - threshold])
+        grid = np.unique(
+            np.concatenate([
+                np.arange(kinks.min() - 1, kinks.max() + 400, 0.1),
+                kinks,
+                kinks.max() + 400 * np.geomspace(1, 5, 50),
+            ])
+        )  # fmt: skip
+        with jax.enable_x64(True):
+            quad = density.Quadrature(tx[0], tx[1], params, jnp.float64)
+            for x in tx:
+                integrand = svt_exact._Integrand(x, grid, params)
+                for first in (0, 1, 4, 9):  # F: the queries before the first above
+                    below = np.arange(10) < first
+                    g = svt_exact._CumulativeG(integrand, below)
+                    # u -> -inf: the closed form's C e^{lambda u} / lambda
+                    finite = caps[np.isfinite(caps) & (caps >= grid[0])]
+                    host = [g.at(u) for u in finite] + [float(g.values[-1])]
+                    got = density.capped_log_probs(
+                        jnp.asarray(np.tile(below, (finite.size + 1, 1))),
+                        jnp.asarray(np.append(finite, np.inf)),
+                        x,
+                        quad,
+                    )
+                    # far in the left tail (log G ~ -28) the error grows with it
+                    np.testing.assert_allclose(
+                        np.asarray(got), host, rtol=1e-5, atol=QUADRATURE_TOL
+                    )
+
+
+def _svt3_log_density(y: np.ndarray, x: np.ndarray, params) -> float:
+    """SciPy's adaptive quadrature of one ``svt3`` output (cutoff 1): the answer
+    above at query k and the queries before it below."""
+    b_rho, b_nu = float(params.threshold_scale), float(params.query_scale)
+    threshold = float(params.threshold)
+    k = int(np.flatnonzero(y > sv.SVT3_FALSE)[0])
+    v = float(y[k])
+
+    def integrand(r):
+        t = threshold + r - x[:k]
+        below = np.where(t < 0, 0.5 * np.exp(t / b_nu), 1 - 0.5 * np.exp(-t / b_nu))
+        return stats.laplace.pdf(r, scale=b_rho) * np.prod(below)
+
+    kinks = sorted({0.0, *(x[:k] - threshold)})
+    edges = [-60 * b_rho] + [e for e in kinks if e < v - threshold] + [v - threshold]
+    total = sum(
+        integrate.quad(integrand, a, b, epsabs=0, epsrel=1e-12, limit=200)[0]
+        for a, b in zip(edges[:-1], edges[1:], strict=True)
+    )
+    return math.log(total) + stats.laplace.logpdf(v - x[k], scale=b_nu)
+
+
+def test_svt3_loss_against_scipy_quadrature():
+    params = _params("svt3")
+    tx = make_pair("all-above-all-below", 10)
+    outputs = []
+    for k, v in [(0, -3.0), (0, 0.5), (2, 1.7), (5, 0.9), (5, 36.0), (9, -40.0)]:
+        y = np.full(10, sv.SVT3_ABORTED)
+        y[:k], y[k] = sv.SVT3_FALSE, v
+        outputs.append(y)
+    y = np.array(outputs)
+    brute = [_svt3_log_density(r, tx[0], params) - _svt3_log_density(r, tx[1], params)
+             for r in y]  # fmt: skip
+    with jax.enable_x64(True):
+        loss = MECHANISMS["svt3"].privacy_loss(jnp.asarray(y), tx[0], tx[1], params)
+    np.testing.assert_allclose(np.asarray(loss), brute, rtol=0, atol=QUADRATURE_TOL)
+
+
+def _check_loss(name: str, dtype: str, pair: str, tag: int, n: int = 1 << 15):
+    r"""On ``n`` outputs drawn from x: :math:`|L| \le \varepsilon` (the exact loss,
+    up to the quadrature's and the dtype's rounding), and :math:`E_x[e^{-L}] = 1`
+    (the outputs of x and x' share their support) within ``Z`` of its standard
+    errors (false alarm ``FAIL_PROB``)."""
+    m, params = MECHANISMS[name], _params(name)
+    rounding = QUADRATURE_TOL + (1e-5 if dtype == "float32" else 0.0)
+    tx = make_pair(pair, SUITE[name].dim)
+    exact = m.exact_epsilon(params, tx)
+
+    def losses(key, x, a, b):
+        return m.privacy_loss(m.sample(key, x, params), a, b, params)
+
+    with jax.enable_x64(dtype == "float64"):
+        x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (n, tx.shape[1]))
+        key = jax.random.fold_in(jax.random.key(SEED), tag)
+        a, b = (jnp.asarray(row, dtype) for row in tx)
+        loss = np.asarray(jax.jit(losses)(key, x, a, b), dtype=np.float64)
+    assert np.all(np.isfinite(loss))
+    assert np.abs(loss).max() <= exact + rounding
+    weights = np.exp(-loss)
+    se = weights.std(ddof=1) / math.sqrt(n)
+    assert abs(weights.mean() - 1) <= Z * se + rounding
+
+
+@pytest.mark.parametrize("name", DENSITY_CASES)
+def test_losses_stay_within_the_exact_loss_and_integrate_to_one(name):
+    _check_loss(name, "float64", "all-above-all-below", 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", DENSITY_CASES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("pair", ["all-above-all-below", "half-half", "all-below"])
+def test_losses_stay_within_the_exact_loss_on_more_pairs(name, dtype, pair):
+    _check_loss(name, dtype, pair, 1, n=1 << 17)
+
+
+def test_svt34_loss_adds_its_halves():
+    params = _params("svt34-parallel")
+    tx = make_pair("half-half", 10)
+    key = jax.random.key(SEED)
+
+    def parts(key, x, a, b):
+        y = MECHANISMS["svt34-parallel"].sample(key, x, params)
+        return (
+            sv.svt34_privacy_loss(y, a, b, params),
+            sv.svt3_privacy_loss(y[:, :10], a, b, params.svt3)
+            + sv.svt_pattern_privacy_loss(y[:, 10:], a, b, params.svt4),
+        )
+
+    with jax.enable_x64(True):
+        x = jnp.broadcast_to(jnp.asarray(tx[0]), (256, 10))
+        whole, halves = jax.jit(parts)(key, x, jnp.asarray(tx[0]), jnp.asarray(tx[1]))
+    np.testing.assert_allclose(np.asarray(whole), np.asarray(halves))
+    # svt4's half takes a handful of patterns, each with its host log ratio
+    rows = svt_exact.outputs(10, 2)
+    host = svt_exact.single_threshold_log_probs(
+        tx[0], rows, params.svt4
+    ) - svt_exact.single_threshold_log_probs(tx[1], rows, params.svt4)
+    flags = np.where(rows == 1, sv.TRUE, np.where(rows == 0, sv.FALSE, sv.ABORTED))
+    with jax.enable_x64(True):
+        got = sv.svt_pattern_privacy_loss(jnp.asarray(flags), tx[0], tx[1], params.svt4)
+    np.testing.assert_allclose(np.asarray(got), host, rtol=0, atol=2 * QUADRATURE_TOL)
+
+
+@pytest.mark.parametrize("name", DENSITY_CASES)
+def test_search_does_not_differentiate_through_comparisons(name):
+    """A density, but outputs with a discrete part: no gradient starts."""
+    mech = MECHANISMS[name]
+    assert mech.privacy_loss is not None and not mech.pathwise
+    assert not searching._differentiable(mech, mech.domain)
+    assert searching._differentiable(MECHANISMS["noisy-hist1"], mech.domain)
+
+
+def test_explicit_lr_attack_runs_on_svt3():
+    """``--attack lr`` now applies: a valid, positive bound below the true loss on
+    the peers' pair at a small N (the exact loss's fixed grid of events)."""
+    case = SUITE["svt3"]
+    tx = make_pair("all-above-all-below", case.dim)
+    spec = mcdp.AuditSpec(
+        "svt3", case.epsilon, pair=tx, dim=case.dim, delta=0.0, confidence=0.9,
+        seed=SEED, attack="lr",
+    )  # fmt: skip
+    record = mcdp.run(spec, mcdp.Draws(200_000))
+    exact = MECHANISMS["svt3"].exact_epsilon(_params("svt3"), tx)
+    assert 0 < record.epsilon_lower < exact
+
+
+def test_quadrature_losses_count_by_block_on_a_cpu():
+    """The counting loop scores these losses one block after another on a CPU (the
+    counts are the same either way); a cheap loss stays batched."""
+    for name in DENSITY_CASES:
+        assert likelihood_ratio_attack(MECHANISMS[name], 3).by_block
+    assert not likelihood_ratio_attack(MECHANISMS["noisy-hist1"], 3).by_block
