@@ -664,10 +664,11 @@ def _rappor(mechanism: str, pair: str) -> _Events:
     return cell_events(*masses, f"exact enumeration ({differ.size} differing bits)")
 
 
-def _numerical_svt(mechanism: str, pair: str) -> _Events:
-    """The output's pattern (above / below / aborted per query) has Sparse Vector's
-    probabilities; the answers above are fresh Laplace values, independent of it:
-    per pattern, its atom convolved with the binned losses of its answers."""
+def numerical_svt_cells(mechanism: str, pair: str) -> tuple[np.ndarray, np.ndarray]:
+    """The masses ``(p, q)`` under each input of the loss bins of ``numerical-svt``
+    on a pair: the output's pattern (above / below / aborted per query) has Sparse
+    Vector's probabilities; the answers above are fresh Laplace values, independent
+    of it: per pattern, its atom convolved with the binned losses of its answers."""
     params, tx = _setup(mechanism, pair)
     (rows, log_p), (_, log_q) = (
         numerical_svt.pattern_log_probs(row, params) for row in tx
@@ -685,8 +686,13 @@ def _numerical_svt(mechanism: str, pair: str) -> _Events:
             if position in answers:
                 hist = _convolve(hist, answers[position])
         total = _add(total, hist)
+    return total.p, total.q
+
+
+def _numerical_svt(mechanism: str, pair: str) -> _Events:
     return cell_events(
-        total.p, total.q, "enumeration of patterns convolved with the answers' losses"
+        *numerical_svt_cells(mechanism, pair),
+        "enumeration of patterns convolved with the answers' losses",
     )
 
 

@@ -29,7 +29,9 @@ each Laplace factor ranges over :math:`\pm |x_p - x'_p|/b_3` (reached when
 :math:`\ln P[\text{pattern} \mid x] - \ln P[\text{pattern} \mid x'] \pm \sum_p
 |x_p - x'_p| / b_3` over the patterns. At ε = 0.1, d = 10: 0.0588 on
 ``all-above-all-below`` (:math:`2^{10}` vs :math:`1^{10}`, DP-Sniper's pair), 0.0805
-on ``half-half``, the worst of StatDP's patterns.
+on ``half-half``, the worst of StatDP's patterns. The same log ratio of each
+output is :func:`numerical_svt_privacy_loss` (in JAX, for the likelihood-ratio
+attack).
 """
 
 from __future__ import annotations

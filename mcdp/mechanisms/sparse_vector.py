@@ -32,7 +32,9 @@ and ``svt4`` on independent noise (DP-Sniper's ``SVT34Parallel``: c = 2, T = 1,
 both at the full ε) and concatenates their outputs, shape ``(n, 2d)``.
 
 The exact losses (:mod:`mcdp.mechanisms._svt_exact`) enumerate the outputs and
-integrate over the threshold noise.
+integrate over the threshold noise. ``svt3`` and ``svt34-parallel`` also have the
+exact privacy loss of each output (``privacy_loss``; the same integrals in JAX,
+:mod:`mcdp.mechanisms._svt_density`), which the likelihood-ratio attack scores.
 """
 
 from __future__ import annotations

@@ -1,0 +1,99 @@
+"""How much the exact loss's thresholds lose by being chosen on a sample, on the
+exact output probabilities of ``svt3`` and ``numerical-svt``, without running the
+mechanism.
+
+Each case on its peers' pair is a partition into cells with their exact masses
+under both inputs (``svt3``: the answer's value cells of
+:func:`mcdp.ceiling.svt3_cells`; ``numerical-svt``: the loss bins of
+:func:`mcdp.ceiling.numerical_svt_cells`), and a cell's log ratio is the exact
+loss that the likelihood-ratio candidate scores. At ``--draws`` N counted draws
+per input, the selection sample (the portfolio's N/10, within [1e5, 2^24], times
+each of ``--factors``) is drawn ``--reps`` times from the exact multinomials; the
+thresholds are chosen on it by :func:`mcdp.learning.select_thresholds` as the
+portfolio chooses the winner's, and the chosen events are scored by their bound at
+the expected counts of N draws (:func:`mcdp.ceiling.bounds`, 3 events, 90 %).
+Printed: the mean (± its standard error) and the least of that bound over the
+repetitions, over the ceiling. The gap is what the choice of thresholds costs an
+attack that scores the exact loss; the luck of the counted draws comes on top.
+
+    python benchmarks/sim_lr_choice.py --draws 1e7 --reps 30 --factors 1,2
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from mcdp import learning
+from mcdp.attacks import MAX_EVENTS, learned_sizes
+from mcdp.ceiling import bounds, ceiling, numerical_svt_cells, svt3_cells
+from mcdp.mechanisms.suite import PEER_PAIRS
+
+CONFIDENCE = 0.9
+
+
+def cells(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The cells' masses ``(p, q)``, normalised, the empty ones dropped."""
+    pair = PEER_PAIRS[name]
+    if name == "svt3":
+        parts = svt3_cells(name, pair)[2]
+        p = np.concatenate([np.ravel(a) for a, _ in parts])
+        q = np.concatenate([np.ravel(b) for _, b in parts])
+    else:
+        p, q = numerical_svt_cells(name, pair)
+    keep = (p > 0) | (q > 0)
+    return p[keep] / p[keep].sum(), q[keep] / q[keep].sum()
+
+
+def simulate(name: str, draws: int, factor: float, reps: int, seed: int):
+    p, q = cells(name)
+    with np.errstate(divide="ignore"):
+        score = np.log(p) - np.log(q)
+    select = int(learned_sizes(draws)[1] * factor)
+    rng = np.random.default_rng(seed)
+
+    def bound_of(event: np.ndarray) -> float:
+        ahead, behind = bounds(
+            p[event].sum(), q[event].sum(), draws, CONFIDENCE, MAX_EVENTS
+        )
+        return float(max(ahead, behind))
+
+    out = []
+    for _ in range(reps):
+        s_first = np.repeat(score, rng.multinomial(select, p))
+        s_second = np.repeat(score, rng.multinomial(select, q))
+        chosen = learning.select_thresholds(
+            s_first, s_second, draws=draws, confidence=CONFIDENCE,
+            max_events=MAX_EVENTS, epsilon=0.1, delta=0.0,
+        ).thresholds  # fmt: skip
+        out.append(max(max(bound_of(score >= t), bound_of(score < t)) for t in chosen))
+    return select, np.array(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="svt3,numerical-svt")
+    parser.add_argument("--draws", default="1e7")
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--factors", default="1,2")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    draws = int(float(args.draws))
+    print("| case | N | selection draws per input | mean / ceiling (± se) | least |")
+    print("|---|---|---|---|---|")
+    for name in args.cases.split(","):
+        top = ceiling(name, PEER_PAIRS[name], draws, CONFIDENCE).value
+        for factor in (float(f) for f in args.factors.split(",")):
+            select, values = simulate(name, draws, factor, args.reps, args.seed)
+            ratio = values / top
+            se = ratio.std(ddof=1) / np.sqrt(ratio.size)
+            print(
+                f"| {name} | {draws:.0e} | {select:.2g} | {ratio.mean():.3f} "
+                f"(± {se:.3f}) | {ratio.min():.3f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
