@@ -5,6 +5,7 @@ The :class:`~mcdp.core.mechanism.Mechanism` record itself is in :mod:`mcdp.core`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -40,17 +41,21 @@ def standard_laplace(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
     return -jnp.sign(centred) * jnp.log1p(-2 * jnp.abs(centred))
 
 
-def laplace_log_sf(t: np.ndarray, scale: float) -> LogProbs:
+def laplace_log_sf(t: np.ndarray | Array, scale: Any) -> LogProbs:
     r"""``(log P[eta >= t], log P[eta < t])`` for eta ~ Lap(scale), in log space.
 
     :math:`P[\eta \ge t] = \tfrac12 e^{-t/b}` for :math:`t \ge 0` and
-    :math:`1 - \tfrac12 e^{t/b}` otherwise; neither side underflows.
+    :math:`1 - \tfrac12 e^{t/b}` otherwise; neither side underflows. On the host
+    (NumPy, float64) for a host ``t``; in JAX, in ``t``'s dtype, for a JAX array
+    (the Sparse Vector densities of :mod:`mcdp.mechanisms._svt_density`).
     """
-    z = np.abs(np.asarray(t, dtype=np.float64)) / scale
-    small = np.log(0.5) - z
-    large = np.log1p(-0.5 * np.exp(-z))
-    right = np.asarray(t) >= 0
-    return np.where(right, small, large), np.where(right, large, small)
+    xp = jnp if isinstance(t, jax.Array) else np
+    t = t if xp is jnp else np.asarray(t, dtype=np.float64)
+    z = xp.abs(t) / scale
+    small = math.log(0.5) - z  # a Python float: t's dtype in JAX
+    large = xp.log1p(-0.5 * xp.exp(-z))
+    right = t >= 0
+    return xp.where(right, small, large), xp.where(right, large, small)
 
 
 def additive_log_round_one(

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp._types import Array
+from mcdp.mechanisms._base import laplace_log_sf
 
 GL_ORDER = 4  # Gauss–Legendre nodes per piece
 # the tail pieces' ends past the kinks: in units of the integrand's steepest decay
@@ -52,17 +53,6 @@ STEEP = (0.5, 1.5, 4.0, 10.0, 25.0, 60.0)
 FAR = (1.0, 3.0, 8.0, 20.0, 50.0)
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(GL_ORDER)
 _LOG_HALF = math.log(0.5)
-
-
-def laplace_log_sf_cdf(t: Array, scale) -> tuple[Array, Array]:
-    r"""``(log P[nu >= t], log P[nu < t])`` for :math:`\nu \sim \mathrm{Lap}(b)`,
-    neither side underflowing (the JAX twin of
-    :func:`mcdp.mechanisms._base.laplace_log_sf`)."""
-    z = -jnp.abs(t) / scale
-    small = _LOG_HALF + z
-    large = jnp.log1p(-0.5 * jnp.exp(z))
-    right = t >= 0
-    return jnp.where(right, small, large), jnp.where(right, large, small)
 
 
 def _log(weights: Array) -> Array:
@@ -126,7 +116,7 @@ class Quadrature:
             + r[None]
             - jnp.asarray(x, self.dtype).reshape((-1,) + (1,) * r.ndim)
         )
-        return laplace_log_sf_cdf(t, self.query_scale)
+        return laplace_log_sf(t, self.query_scale)
 
     def base(self) -> Array:
         """``log f_rho + log w`` at every node."""
