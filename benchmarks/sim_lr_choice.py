@@ -4,7 +4,7 @@ mechanism.
 
 Each case on its peers' pair is a partition into cells with their exact masses
 under both inputs (``svt3``: the answer's value cells of
-:func:`mcdp.ceiling.svt3_cells`; ``numerical-svt``: the loss bins of
+:func:`mcdp.ceiling.svt3_cell_masses`; ``numerical-svt``: the loss bins of
 :func:`mcdp.ceiling.numerical_svt_cells`), and a cell's log ratio is the exact
 loss that the likelihood-ratio candidate scores. At ``--draws`` N counted draws
 per input, the selection sample (the portfolio's N/10, within [1e5, 2^24], times
@@ -27,7 +27,7 @@ import numpy as np
 
 from mcdp import learning
 from mcdp.attacks import MAX_EVENTS, learned_sizes
-from mcdp.ceiling import bounds, ceiling, numerical_svt_cells, svt3_cells
+from mcdp.ceiling import bounds, ceiling, numerical_svt_cells, svt3_cell_masses
 from mcdp.mechanisms.suite import PEER_PAIRS
 
 CONFIDENCE = 0.9
@@ -36,12 +36,8 @@ CONFIDENCE = 0.9
 def cells(name: str) -> tuple[np.ndarray, np.ndarray]:
     """The cells' masses ``(p, q)``, normalised, the empty ones dropped."""
     pair = PEER_PAIRS[name]
-    if name == "svt3":
-        parts = svt3_cells(name, pair)[2]
-        p = np.concatenate([np.ravel(a) for a, _ in parts])
-        q = np.concatenate([np.ravel(b) for _, b in parts])
-    else:
-        p, q = numerical_svt_cells(name, pair)
+    masses = svt3_cell_masses if name == "svt3" else numerical_svt_cells
+    p, q = masses(name, pair)
     keep = (p > 0) | (q > 0)
     return p[keep] / p[keep].sum(), q[keep] / q[keep].sum()
 

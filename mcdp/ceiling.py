@@ -618,11 +618,20 @@ def svt3_cells(mechanism: str, pair: str):
     return rows, edges, list(_svt3_masses(params, tx, edges))
 
 
-def _svt3(mechanism: str, pair: str) -> _Events:
+def svt3_cell_masses(mechanism: str, pair: str) -> tuple[np.ndarray, np.ndarray]:
+    """The masses ``(p, q)`` under each input of every cell of ``svt3`` on a pair
+    (:func:`svt3_cells`, flat, in the order of its patterns)."""
     _, _, parts = svt3_cells(mechanism, pair)
     p = np.concatenate([np.ravel(a) for a, _ in parts])
     q = np.concatenate([np.ravel(b) for _, b in parts])
-    return cell_events(*_with_rest(p, q), "quadrature (cells of the answer's value)")
+    return p, q
+
+
+def _svt3(mechanism: str, pair: str) -> _Events:
+    return cell_events(
+        *_with_rest(*svt3_cell_masses(mechanism, pair)),
+        "quadrature (cells of the answer's value)",
+    )
 
 
 def _svt34(mechanism: str, pair: str) -> _Events:
