@@ -20,7 +20,8 @@ candidate on its selection draws, or the luck of the counted draws.
 ``--reuse-singles FILE`` takes the single attacks' bounds from an earlier run's JSON
 (same case, N and seed) rather than counting them again: a single attack's counts do
 not depend on how the portfolio chooses, so a change to the choice alone needs only
-the portfolio's columns redrawn.
+the portfolio's columns redrawn; ``--recount LABELS`` (comma-separated) counts those
+singles again all the same, where the change is to how they choose their events.
 
 ``--ideal-only`` runs the portfolio without the float attacks and the ceiling
 alone (no singles, no full portfolio), over ``--seeds``; ``--summary FILE`` prints
@@ -73,12 +74,19 @@ def _run(name: str, attack, draws: int, seed: int):
     return r, time.perf_counter() - start
 
 
-def bench_case(name: str, draws: int, seed: int, singles: dict | None = None) -> dict:
+def bench_case(
+    name: str,
+    draws: int,
+    seed: int,
+    singles: dict | None = None,
+    recount: tuple[str, ...] = (),
+) -> dict:
     """The row of one case; ``singles`` (label -> bound) reuses the single attacks'
-    bounds of an earlier run on the same draws instead of counting them again."""
+    bounds of an earlier run on the same draws instead of counting them again, but
+    those of ``recount``, which are counted again (a change to how they choose)."""
     auto, seconds = _run(name, "auto", draws, seed)
-    labels = () if singles is not None else SINGLES
-    singles = dict(singles or {})
+    labels = SINGLES if singles is None else tuple(x for x in SINGLES if x in recount)
+    singles = {k: v for k, v in (singles or {}).items() if k not in labels}
     for label in labels:
         try:
             r, _ = _run(name, auto_attack(candidates=(label,)), draws, seed)
@@ -209,8 +217,13 @@ def main() -> None:
     )  # fmt: skip
     p.add_argument("--summary", default=None, metavar="FILE")
     p.add_argument("--reuse-singles", default=None, metavar="FILE")
+    p.add_argument(
+        "--recount", default="", metavar="LABELS",
+        help="with --reuse-singles: the singles to count again (comma-separated)",
+    )  # fmt: skip
     p.add_argument("--json", default=None)
     args = p.parse_args()
+    recount = tuple(x for x in args.recount.split(",") if x)
     if args.summary:
         summary(args.summary)
         return
@@ -246,7 +259,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in (int(float(x)) for x in args.draws.split(",")):
         for name in args.cases or SUITE:
-            row = bench_case(name, n, args.seed, earlier.get((name, n, args.seed)))
+            row = bench_case(
+                name, n, args.seed, earlier.get((name, n, args.seed)), recount
+            )
             rows.append(row)
             top = row.get("ceiling")
             shown = ("—", "—", "—")

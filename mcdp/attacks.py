@@ -887,8 +887,9 @@ def _portfolio_choice(
     sample's first half, every candidate judged on its second), and returns the one
     :func:`_choice` takes alone, a scorer with thresholds chosen on the whole
     selection sample: only its events reach the counted sample, so only they enter
-    the correction. Both samples come from ``context.key``, which the counted sample
-    never uses."""
+    the correction. The exact loss's thresholds are chosen on the masses that
+    :func:`mcdp.learning.loss_weighted_counts` estimates from both inputs' draws.
+    Both samples come from ``context.key``, which the counted sample never uses."""
     mech, pair, params, dtype = (
         context.mechanism, context.pair, context.params, context.dtype,
     )  # fmt: skip
@@ -928,8 +929,13 @@ def _portfolio_choice(
     counts, choices = [], []  # choices: how each scorer chooses
     for j, candidate in enumerate(candidates):
         judged = values[:, half:, j]
-        if candidate.label == "lr":  # a hair below the loss's atoms
-            choices.append(dict(adjust=functools.partial(_below_atoms, dtype=dtype)))
+        if candidate.label == "lr":  # a hair below the loss's atoms; the exact
+            # loss spends every selection draw on both inputs' masses
+            choices.append(
+                dict(
+                    adjust=functools.partial(_below_atoms, dtype=dtype), exact_loss=True
+                )
+            )
         elif candidate.attack is None and _few_values(values[:, :half, j]):
             choices.append(DISCRETE_CHOICE)
         else:

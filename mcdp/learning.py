@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from scipy import special
 
 from mcdp._types import Array, PRNGKey
 from mcdp.statistics import clopper_pearson_arrays
@@ -546,6 +547,36 @@ def _candidates(s_first: np.ndarray, s_second: np.ndarray, count: int) -> np.nda
     return np.unique(values)
 
 
+def loss_weighted_counts(
+    sorted_first: np.ndarray, sorted_second: np.ndarray, thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The counts of :math:`\{L \ge t\}` among ``n_1`` and ``n_2`` outputs of each
+    input, estimated from both samples at once where the scores (sorted, no NaN)
+    are the exact privacy loss :math:`L = \ln p_1/p_2` of each output.
+
+    Pooled, the :math:`n_1 + n_2` outputs are a sample of the mixture
+    :math:`(n_1 p_1 + n_2 p_2)/(n_1 + n_2)`, and an output of loss :math:`L` came
+    from the first input with the posterior probability
+    :math:`w(L) = n_1 / (n_1 + n_2 e^{-L})`. Each pooled output of the event counts
+    :math:`w` for the first input and :math:`1 - w` for the second: unbiased for
+    :math:`n_1 P_1` and :math:`n_2 P_2` (the balance heuristic of multiple
+    importance sampling), and far less noisy than the counts of one input alone
+    where the event is rare under it, as the tail events of the best bounds are.
+    The two estimates add up to the pooled count of the event, but that one which
+    passes its sample's size by its noise (an event of mass near 1) is cut to it."""
+    n_first, n_second = len(sorted_first), len(sorted_second)
+    pooled = np.sort(np.concatenate([sorted_first, sorted_second]), kind="stable")
+    logit = pooled + math.log(n_first / n_second)
+    # sums over the pooled outputs at or above each position, 0 past the end; the
+    # second input's weight as expit(-logit), not 1 - w, which rounds to 0 early
+    first, second = (
+        np.append(np.cumsum(special.expit(sign * logit)[::-1])[::-1], 0.0)
+        for sign in (1, -1)
+    )
+    at = np.searchsorted(pooled, thresholds, side="left")
+    return np.minimum(first[at], n_first), np.minimum(second[at], n_second)
+
+
 def predicted_bounds(
     s_first: np.ndarray,
     s_second: np.ndarray,
@@ -660,8 +691,9 @@ def select_thresholds(
     adjust: Callable[[np.ndarray], np.ndarray] | None = None,
     estimate: bool = False,
     near: float = 2.0,
+    exact_loss: bool = False,
 ) -> Selection:
-    """Up to ``max_events`` thresholds whose :func:`predicted_bounds` are best, from
+    r"""Up to ``max_events`` thresholds whose :func:`predicted_bounds` are best, from
     scores of a sample that the final bound never sees.
 
     Taken greedily, best first, skipping a threshold whose event is nearly one
@@ -671,7 +703,14 @@ def select_thresholds(
     that are evaluated and returned, e.g. a hair below atoms of the score;
     ``estimate=True`` ranks them by the bounds at the sample's rates themselves
     rather than at their pessimistic ends (for scores of few distinct values,
-    whose few events the winner's curse touches little)."""
+    whose few events the winner's curse touches little).
+
+    ``exact_loss=True`` declares the scores to be the exact privacy loss
+    :math:`\ln p_1(y)/p_2(y)` of each output: each event's masses are then those of
+    :func:`loss_weighted_counts`, which spend every pooled output on both inputs,
+    and are taken at face value (they lack the count noise that the pessimistic
+    ends guard against; ``estimate`` is ignored). The scores of a loss with a NaN
+    fall back to the counts."""
     if not near > 1:
         raise ValueError(f"Expected near > 1 (a factor of tail masses), got {near!r}.")
     # each input's scores sorted once: quantiles, counts and the pooled ranks below
@@ -682,10 +721,21 @@ def select_thresholds(
         thresholds = adjust(thresholds)
     if thresholds.size == 0:  # every score was NaN or infinite: one dummy event
         return Selection(np.array([0.0]), np.array([-np.inf]))
-    predicted = _predicted_of_sorted(
-        s_first, s_second, thresholds, draws=draws, confidence=confidence,
-        num_events=max_events, epsilon=epsilon, delta=delta, estimate=estimate,
+    promise = dict(
+        draws=draws, confidence=confidence, num_events=max_events, epsilon=epsilon,
+        delta=delta,
     )  # fmt: skip
+    if exact_loss and not (
+        np.isnan(s_first[-1:]).any() or np.isnan(s_second[-1:]).any()
+    ):
+        k_first, k_second = loss_weighted_counts(s_first, s_second, thresholds)
+        predicted = promises_of_counts(
+            k_first, len(s_first), k_second, len(s_second), estimate=True, **promise
+        )[0]
+    else:
+        predicted = _predicted_of_sorted(
+            s_first, s_second, thresholds, estimate=estimate, **promise
+        )
     # the pooled scores below each threshold: those of each input below it
     pooled_size = len(s_first) + len(s_second)
     below = (

@@ -6,6 +6,7 @@ import math
 import jax
 import numpy as np
 import pytest
+from scipy import stats
 
 from mcdp import learning
 from mcdp.attacks import learned_sizes
@@ -356,6 +357,70 @@ def test_select_thresholds_is_its_definition_exactly(kind):
     )
     np.testing.assert_array_equal(chosen.thresholds, thresholds)
     np.testing.assert_array_equal(chosen.predicted, predicted)
+
+
+def _binomial_pair(n_first, n_second, seed):
+    """Outputs of Binomial(20, 0.5) and Binomial(20, 0.6), as their exact privacy
+    loss (21 levels, one per value), with the exact pmfs and losses."""
+    values = np.arange(21)
+    p, q = stats.binom.pmf(values, 20, 0.5), stats.binom.pmf(values, 20, 0.6)
+    loss = np.log(p) - np.log(q)
+    rng = np.random.default_rng(seed)
+    first = loss[rng.binomial(20, 0.5, size=n_first)]
+    second = loss[rng.binomial(20, 0.6, size=n_second)]
+    return np.sort(first), np.sort(second), p, q, loss
+
+
+def test_loss_weighted_counts_are_unbiased_within_their_exact_spread():
+    """On outputs whose scores are the exact loss, each input's estimated count of
+    {L >= t} is within z of its exact standard deviation of n P(L >= t), at every
+    level of the loss whose pooled expected count is at least 100 (where the
+    normal approximation holds); z for a false-alarm budget of 1e-6 over all the
+    comparisons. The two estimates add up to the pooled count, but where one
+    passes its sample's size: it is cut to that size."""
+    n_first, n_second = 30_000, 20_000  # unequal: the posterior's prior term counts
+    first, second, p, q, loss = _binomial_pair(n_first, n_second, seed=5)
+    thresholds = np.sort(loss) - 1e-9  # a hair below each level
+    k_first, k_second = learning.loss_weighted_counts(first, second, thresholds)
+    pooled = np.array(
+        [(first >= t).sum() + (second >= t).sum() for t in thresholds], float
+    )
+    cut = (k_first == n_first) | (k_second == n_second)
+    assert cut.any() and np.all(pooled[cut] > 0.99 * (n_first + n_second))
+    np.testing.assert_allclose((k_first + k_second)[~cut], pooled[~cut], rtol=1e-12)
+    # one output of loss L adds w(L) = n1 / (n1 + n2 e^-L) to the first estimate
+    weight = n_first / (n_first + n_second * np.exp(-loss))
+    checked = 0
+    z = stats.norm.isf(1e-6 / (2 * 2 * len(thresholds)))
+    for t, k1, k2 in zip(thresholds, k_first, k_second, strict=True):
+        inside = loss >= t
+        if n_first * p[inside].sum() + n_second * q[inside].sum() < 100:
+            continue
+        for k, w, n, mass in ((k1, weight, n_first, p), (k2, 1 - weight, n_second, q)):
+            # sum over both samples of 1_A w: variance n_i Var_i(1_A w) each
+            var = sum(
+                size * (np.sum(pmf * (inside * w) ** 2) - np.sum(pmf * inside * w) ** 2)
+                for size, pmf in ((n_first, p), (n_second, q))
+            )
+            assert abs(k - n * mass[inside].sum()) <= z * math.sqrt(var)
+            checked += 1
+    assert checked >= 20
+
+
+def test_select_thresholds_of_an_exact_loss_falls_back_to_counts_on_nan():
+    """A NaN among the scores of an exact loss leaves the weights undefined: the
+    choice is then the counts' choice, to the last bit; without one it differs
+    (the weighted masses at face value)."""
+    first, second, *_ = _binomial_pair(4_000, 4_000, seed=6)
+    common = dict(draws=10**7, confidence=0.9, max_events=3, epsilon=0.1, delta=0.0)
+    counted = learning.select_thresholds(first, second, **common)
+    weighted = learning.select_thresholds(first, second, exact_loss=True, **common)
+    assert not np.array_equal(weighted.predicted, counted.predicted)
+    first[0] = np.nan
+    counted = learning.select_thresholds(first, second, **common)
+    fallback = learning.select_thresholds(first, second, exact_loss=True, **common)
+    np.testing.assert_array_equal(fallback.thresholds, counted.thresholds)
+    np.testing.assert_array_equal(fallback.predicted, counted.predicted)
 
 
 @pytest.mark.parametrize("delta", [0.0, 1e-3])
