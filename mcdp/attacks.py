@@ -887,9 +887,10 @@ def _portfolio_choice(
     sample's first half, every candidate judged on its second), and returns the one
     :func:`_choice` takes alone, a scorer with thresholds chosen on the whole
     selection sample: only its events reach the counted sample, so only they enter
-    the correction. The exact loss's thresholds are chosen on the masses that
-    :func:`mcdp.learning.loss_weighted_counts` estimates from both inputs' draws.
-    Both samples come from ``context.key``, which the counted sample never uses."""
+    the correction. The exact loss's thresholds are chosen, where it wins, on the
+    masses that :func:`mcdp.learning.loss_weighted_counts` estimates from both
+    inputs' draws. Both samples come from ``context.key``, which the counted sample
+    never uses."""
     mech, pair, params, dtype = (
         context.mechanism, context.pair, context.params, context.dtype,
     )  # fmt: skip
@@ -929,13 +930,8 @@ def _portfolio_choice(
     counts, choices = [], []  # choices: how each scorer chooses
     for j, candidate in enumerate(candidates):
         judged = values[:, half:, j]
-        if candidate.label == "lr":  # a hair below the loss's atoms; the exact
-            # loss spends every selection draw on both inputs' masses
-            choices.append(
-                dict(
-                    adjust=functools.partial(_below_atoms, dtype=dtype), exact_loss=True
-                )
-            )
+        if candidate.label == "lr":  # a hair below the loss's atoms
+            choices.append(dict(adjust=functools.partial(_below_atoms, dtype=dtype)))
         elif candidate.attack is None and _few_values(values[:, :half, j]):
             choices.append(DISCRETE_CHOICE)
         else:
@@ -973,9 +969,13 @@ def _portfolio_choice(
     winner = candidates[best]
     if winner.attack is not None:
         return winner.attack._replace(selection=table), winner.aux
-    # the winner's thresholds, chosen on the whole selection sample
+    # The winner's thresholds, chosen on the whole selection sample. The exact
+    # loss's are chosen on its weighted masses at face value: they aim at the
+    # counted sample's best events, rarer than those that its pessimistic counts
+    # promise most for on the judged half, as every candidate was judged.
+    exact = dict(exact_loss=True) if winner.label == "lr" else {}
     thresholds = select(
-        values[0, :, best], values[1, :, best], **choices[best]
+        values[0, :, best], values[1, :, best], **choices[best], **exact
     ).thresholds
     if winner.label == "lr":
         attack = Attack(

@@ -558,23 +558,26 @@ def loss_weighted_counts(
     :math:`(n_1 p_1 + n_2 p_2)/(n_1 + n_2)`, and an output of loss :math:`L` came
     from the first input with the posterior probability
     :math:`w(L) = n_1 / (n_1 + n_2 e^{-L})`. Each pooled output of the event counts
-    :math:`w` for the first input and :math:`1 - w` for the second: unbiased for
-    :math:`n_1 P_1` and :math:`n_2 P_2` (the balance heuristic of multiple
-    importance sampling), and far less noisy than the counts of one input alone
-    where the event is rare under it, as the tail events of the best bounds are.
-    The two estimates add up to the pooled count of the event, but that one which
-    passes its sample's size by its noise (an event of mass near 1) is cut to it."""
+    :math:`w` for the first input and :math:`1 - w` for the second (the balance
+    heuristic of multiple importance sampling), over the same sums of all the
+    outputs, which estimate :math:`n_1` and :math:`n_2`: a self-normalised estimate
+    of :math:`n_1 P_1` and :math:`n_2 P_2`, exactly 0 for an empty event and the
+    sample's size for every output, so that the complement :math:`\{L < t\}`, which
+    the bound also weighs as size less count, gets its own weighted estimate, not
+    the noise of the whole sample's (an empty lower set would otherwise promise a
+    bound from that noise alone). Far less noisy than the counts of one input alone
+    where the event is rare under it, as the tail events of the best bounds are."""
     n_first, n_second = len(sorted_first), len(sorted_second)
     pooled = np.sort(np.concatenate([sorted_first, sorted_second]), kind="stable")
     logit = pooled + math.log(n_first / n_second)
-    # sums over the pooled outputs at or above each position, 0 past the end; the
-    # second input's weight as expit(-logit), not 1 - w, which rounds to 0 early
-    first, second = (
-        np.append(np.cumsum(special.expit(sign * logit)[::-1])[::-1], 0.0)
-        for sign in (1, -1)
-    )
     at = np.searchsorted(pooled, thresholds, side="left")
-    return np.minimum(first[at], n_first), np.minimum(second[at], n_second)
+    out = []
+    # the second input's weight as expit(-logit), not 1 - w, which rounds to 0 early
+    for sign, size in ((1, n_first), (-1, n_second)):
+        # sums over the pooled outputs at or above each position, 0 past the end
+        above = np.append(np.cumsum(special.expit(sign * logit)[::-1])[::-1], 0.0)
+        out.append(size * above[at] / above[0])
+    return out[0], out[1]
 
 
 def predicted_bounds(
