@@ -568,16 +568,21 @@ def loss_weighted_counts(
     bound from that noise alone). Far less noisy than the counts of one input alone
     where the event is rare under it, as the tail events of the best bounds are."""
     n_first, n_second = len(sorted_first), len(sorted_second)
-    pooled = np.sort(np.concatenate([sorted_first, sorted_second]), kind="stable")
-    logit = pooled + math.log(n_first / n_second)
-    at = np.searchsorted(pooled, thresholds, side="left")
-    out = []
-    # the second input's weight as expit(-logit), not 1 - w, which rounds to 0 early
-    for sign, size in ((1, n_first), (-1, n_second)):
-        # sums over the pooled outputs at or above each position, 0 past the end
-        above = np.append(np.cumsum(special.expit(sign * logit)[::-1])[::-1], 0.0)
-        out.append(size * above[at] / above[0])
-    return out[0], out[1]
+    prior = math.log(n_first / n_second)
+    sums = np.zeros((2, len(thresholds)))  # over the pooled outputs, per input
+    totals = np.zeros((2, 1))
+    for scores in (sorted_first, sorted_second):  # pooled without a merge
+        # from the largest score down, so that a tail's small weights add first
+        logit = scores[::-1] + prior
+        count = len(scores) - np.searchsorted(scores, thresholds, side="left")
+        # the second input's weight as expit(-logit), not 1 - w, which rounds to
+        # 0 early
+        for i, sign in enumerate((1, -1)):
+            tail = np.cumsum(special.expit(sign * logit))
+            totals[i] += tail[-1] if tail.size else 0.0
+            sums[i] += np.where(count > 0, tail[np.maximum(count, 1) - 1], 0.0)
+    first, second = np.array([[n_first], [n_second]]) * sums / totals
+    return first, second
 
 
 def predicted_bounds(

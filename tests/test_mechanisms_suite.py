@@ -607,6 +607,8 @@ def test_svt_losses_against_lyu_et_al():
     )
 
 
+@pytest.mark.slow  # 288 adaptive quadratures; the default run checks svt3's loss
+# against SciPy per output in tests/test_svt_density.py
 def test_svt3_loss_by_scipy_quad():
     """Alg. 3 with c = 1: the log density ratio at the answer v of query k is
     ln f(v - x_k)/f(v - x'_k) + ln G_x(v)/G_x'(v), each G by scipy's quad; its
@@ -643,7 +645,7 @@ def test_svt3_loss_by_scipy_quad():
 
 def test_svt34_parallel_adds_the_extremes():
     params = _params("svt34-parallel")
-    tx = make_pair("one-above", 10)
+    tx = make_pair("one-above", 5)  # the suite's 10 queries cost 3.6x the time
     three = svt_exact._svt3_range(params.svt3, tx)
     four = svt_exact._discrete_range(
         params.svt4, tx, svt_exact.single_threshold_log_probs
