@@ -16,7 +16,10 @@ discrete (normal rounded to halves), at ``--draws`` (the promise's N):
 (the second times another version of the functions, e.g. a ``git worktree`` of an
 earlier commit, with this script). The counts on the second half are timed both as
 the portfolio counted them before 2026-11-26 (a comparison against every threshold
-at once) and as it counts them now (one pass per threshold), in the same run.
+at once) and as it counts them now (one pass per threshold), in the same run. The
+winner's thresholds are timed both as a scorer's and as the exact loss's, chosen on
+its loss-weighted masses (``exact_loss=True``; the synthetic scores stand in for a
+loss: the work is the same).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ def _row(scores: np.ndarray, select, repeats: int) -> tuple[bool, list[float]]:
         _best(repeats, lambda: attacks._few_values(first)),
         _best(repeats, lambda: select(first[0], first[1], **choice)),
         _best(repeats, lambda: select(scores[0], scores[1], **choice)),
+        _best(repeats, lambda: select(scores[0], scores[1], **choice, exact_loss=True)),
         _best(
             repeats, lambda: [(v[:, None] >= chosen[None, :]).sum(0) for v in judged]
         ),
@@ -82,9 +86,10 @@ def main(argv=None) -> int:
     print(f"\nselection sample {args.size} per input, best of {args.repeats} (s)\n")
     print(
         "| scores | few values? | check | thresholds (half) | thresholds (whole) "
-        "| counts: all thresholds at once | counts: one pass each |"
+        "| thresholds (whole, exact loss) | counts: all thresholds at once "
+        "| counts: one pass each |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for kind in ("continuous", "discrete"):
         scores = np.stack([rng.normal(size=args.size), rng.normal(0.05, 1, args.size)])
         if kind == "discrete":
