@@ -196,6 +196,9 @@ def test_an_interrupted_grid_keeps_its_resume_file(tmp_path):
     assert out.exists() and '"interrupted": true' in out.read_text()
 
 
+@pytest.mark.slow  # a local cluster in a subprocess: the default run resumes a
+# cluster's file in tests/test_cluster.py (a lost scheduler) and interrupts the CLI
+# on one machine above
 def test_an_interrupted_cluster_run_resumes_to_the_same_counts(tmp_path):
     pytest.importorskip("distributed")
     (tmp_path / "box.py").write_text(BOX)
