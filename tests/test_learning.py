@@ -371,11 +371,11 @@ def _binomial_pair(n_first, n_second, seed):
     return np.sort(first), np.sort(second), p, q, loss
 
 
-def test_loss_weighted_counts_are_unbiased_within_their_exact_spread():
+def test_loss_weighted_counts_are_unbiased_within_their_spread():
     """On outputs whose scores are the exact loss, each input's estimated count of
-    {L >= t} is within z of its standard deviation of n P(L >= t), at every level
-    of the loss whose pooled expected count is at least 100 (where the normal
-    approximation holds); z for a false-alarm budget of 1e-6 over all the
+    {L >= t} is within z of its (first-order) standard deviation of n P(L >= t), at
+    every level of the loss whose pooled expected count is at least 100 (where the
+    normal approximation holds); z for a false-alarm budget of 1e-6 over all the
     comparisons. The estimate is self-normalised: the sample's size for an event
     of every output, 0 for an empty one, exactly."""
     n_first, n_second = 30_000, 20_000  # unequal: the posterior's prior term counts
