@@ -68,10 +68,8 @@ import numpy as np
 from mcdp import _validate
 from mcdp.mechanisms import SUITE, float_laplace, get_mechanism, numerical_svt, rappor
 from mcdp.mechanisms import _svt_exact as svt_exact
-from mcdp.mechanisms._numerics import (
-    laplace_log_pdf,
-    laplace_log_sf_cdf,
-)
+from mcdp.mechanisms._base import laplace_log_pdf
+from mcdp.mechanisms._numerics import laplace_log_sf_cdf
 from mcdp.mechanisms.counting import COPIES, geo_sample_counts
 from mcdp.mechanisms.noisy_max import argmax_log_probs
 from mcdp.mechanisms.suite import PEER_PAIRS

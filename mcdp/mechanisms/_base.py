@@ -58,6 +58,15 @@ def laplace_log_sf(t: np.ndarray | Array, scale: Any) -> LogProbs:
     return xp.where(right, small, large), xp.where(right, large, small)
 
 
+def laplace_log_pdf(t: np.ndarray | Array, scale: Any) -> np.ndarray | Array:
+    """The log density of Lap(``scale``) at ``t``: on the host (NumPy, float64) for
+    a host ``t``; in JAX, in ``t``'s dtype, for a JAX array (as
+    :func:`laplace_log_sf`)."""
+    if isinstance(t, jax.Array):
+        return -jnp.log(2 * scale) - jnp.abs(t) / scale
+    return -math.log(2 * scale) - np.abs(np.asarray(t, dtype=np.float64)) / scale
+
+
 def additive_log_round_one(
     transform: Callable[[np.ndarray, Any], np.ndarray],
     log_sf: Callable[[np.ndarray, Any], LogProbs],

@@ -73,11 +73,6 @@ def laplace_log_sf_cdf(t: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndar
     return laplace_log_sf(t, scale)
 
 
-def laplace_log_pdf(t: np.ndarray, scale: float) -> np.ndarray:
-    """The log density of Lap(``scale``) at ``t``."""
-    return -math.log(2 * scale) - np.abs(np.asarray(t, dtype=np.float64)) / scale
-
-
 def exponential_log_cdf(t: np.ndarray, scale: float) -> np.ndarray:
     """``log P[eta <= t]`` for eta ~ Exp(mean ``scale``); ``-inf`` for t <= 0."""
     t = np.asarray(t, dtype=np.float64)

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp._types import Array
-from mcdp.mechanisms._base import laplace_log_sf
+from mcdp.mechanisms._base import laplace_log_pdf, laplace_log_sf
 
 GL_ORDER = 4  # Gauss–Legendre nodes per piece
 # the tail pieces' ends past the kinks: in units of the integrand's steepest decay
@@ -60,10 +60,6 @@ def _log(weights: Array) -> Array:
     without a NaN in its gradient."""
     positive = weights > 0
     return jnp.where(positive, jnp.log(jnp.where(positive, weights, 1)), -jnp.inf)
-
-
-def _laplace_log_pdf(t: Array, scale) -> Array:
-    return -jnp.log(2 * scale) - jnp.abs(t) / scale
 
 
 class Quadrature:
@@ -120,7 +116,7 @@ class Quadrature:
 
     def base(self) -> Array:
         """``log f_rho + log w`` at every node."""
-        return _laplace_log_pdf(self.nodes, self.threshold_scale) + self.log_weights
+        return laplace_log_pdf(self.nodes, self.threshold_scale) + self.log_weights
 
 
 def _dot(mask: Array, table: Array) -> Array:
@@ -173,7 +169,7 @@ def capped_log_probs(below: Array, u: Array, x: Array, quad: Quadrature) -> Arra
     nodes = start[:, None] + half * (jnp.asarray(_GL_X, dtype)[None, :] + 1)  # (n, G)
     _, node_below = quad.query_log_probs(x, nodes)  # (d, n, G)
     cut = (
-        _laplace_log_pdf(nodes, quad.threshold_scale)
+        laplace_log_pdf(nodes, quad.threshold_scale)
         + jnp.einsum(
             "nd,dng->ng", below, node_below, precision=jax.lax.Precision.HIGHEST
         )

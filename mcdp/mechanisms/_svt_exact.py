@@ -35,11 +35,11 @@ import math
 import numpy as np
 from scipy import optimize
 
+from mcdp.mechanisms._base import laplace_log_pdf
 from mcdp.mechanisms._numerics import (
     LOG_ZERO,
     TAIL_SCALES,
     epsilon_of,
-    laplace_log_pdf,
     laplace_log_sf_cdf,
     log_integrate,
     logsumexp,

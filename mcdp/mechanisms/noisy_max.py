@@ -36,13 +36,12 @@ from scipy import optimize
 from mcdp._types import Array, PRNGKey
 from mcdp.core.domains import QUERY_ANSWERS
 from mcdp.core.mechanism import Mechanism
-from mcdp.mechanisms._base import standard_laplace, uniform_midpoint
+from mcdp.mechanisms._base import laplace_log_pdf, standard_laplace, uniform_midpoint
 from mcdp.mechanisms._numerics import (
     TAIL_SCALES,
     epsilon_of,
     exponential_log_cdf,
     exponential_log_pdf,
-    laplace_log_pdf,
     laplace_log_sf_cdf,
     log_integrate,
     logsumexp,
