@@ -572,8 +572,12 @@ def loss_weighted_counts(
     sums = np.zeros((2, len(thresholds)))  # over the pooled outputs, per input
     totals = np.zeros((2, 1))
     for scores in (sorted_first, sorted_second):  # pooled without a merge
-        # from the largest score down, so that a tail's small weights add first
-        logit = scores[::-1] + prior
+        # from the largest score down, so that a tail's small weights add first;
+        # in float64 whatever the scores' dtype: a float32 running sum of 2^20
+        # weights rounds each addition at its size, by the same amount at every
+        # output of a tied level, and an event of a few percent is the difference
+        # of two such sums
+        logit = scores[::-1].astype(np.float64) + prior
         count = len(scores) - np.searchsorted(scores, thresholds, side="left")
         # the second input's weight as expit(-logit), not 1 - w, which rounds to
         # 0 early
