@@ -106,9 +106,10 @@ def test_auto_takes_the_likelihood_ratio_where_the_mechanism_has_a_density():
 
 
 def test_auto_adds_the_majority_vote_for_discrete_outputs():
+    # svt2: discrete outputs and no declared loss (svt1 has its patterns' one)
     tiny = auto_attack(train_draws=5_000, select_draws=5_000)
     r = mcdp.audit_delta(
-        "svt1", 0.1, 0.0, 10, 5_000, pair="x-shuffle", attack=tiny, seed=SEED
+        "svt2", 0.1, 0.0, 10, 5_000, pair="x-shuffle", attack=tiny, seed=SEED
     )
     assert "majority" in r.selection and "lr" not in r.selection
     assert "histogram" in r.selection  # at most 4,096 distinct outputs

@@ -110,7 +110,10 @@ def test_registry_holds_exactly_the_suite():
         "laplace-parallel",
         "rappor",
         "one-time-rappor",
+        "svt1",
         "svt3",
+        "svt4",
+        "svt6",
         "svt34-parallel",
         "numerical-svt",
     }

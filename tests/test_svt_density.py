@@ -1,7 +1,8 @@
 """The Sparse Vector densities as JAX functions (``mcdp.mechanisms._svt_density``)
-and the privacy losses of ``svt3``, ``svt34-parallel`` and ``numerical-svt`` built
-on them: against the host's float64 integrals, against SciPy's adaptive quadrature,
-against the exact losses, and by the identity E_x[exp(-L)] = 1."""
+and the privacy losses built on them (``svt3``, ``svt34-parallel``, ``numerical-svt``,
+and the patterns of ``svt1``, ``svt4`` and ``svt6``): against the host's float64
+integrals, against SciPy's adaptive quadrature, against the exact losses, and by the
+identity E_x[exp(-L)] = 1."""
 
 import math
 
@@ -25,6 +26,8 @@ from conftest import SEED, Z
 # 4 Gauss–Legendre nodes per piece: the module's stated accuracy
 QUADRATURE_TOL = 1e-4
 DENSITY_CASES = ("svt3", "svt34-parallel", "numerical-svt")
+# the discrete Sparse Vector variants with one threshold draw: a pattern's law
+PATTERN_CASES = ("svt1", "svt4", "svt6")
 
 
 def _params(name):
@@ -49,12 +52,13 @@ def _pairs(dim: int):
         numerical_svt.numerical_svt_params(0.1),
         sv.svt_params("svt4", 0.1, 2, 1.0),
         sv.svt_params("svt1", 0.5, 3, 0.5),
+        sv.svt_params("svt6", 0.1),
     ],
-    ids=["numerical-svt", "svt4", "svt1"],
+    ids=["numerical-svt", "svt4", "svt1", "svt6"],
 )
 def test_pattern_log_probs_match_the_host_integrals(params):
     for tx in _pairs(10)[::2]:  # the peers' pair and a spread one
-        rows = svt_exact.outputs(10, int(params.cutoff))
+        rows = svt_exact.outputs(10, getattr(params, "cutoff", None))
         with jax.enable_x64(True):
             quad = density.Quadrature(tx[0], tx[1], params, jnp.float64)
             for x in tx:
@@ -168,13 +172,13 @@ def _check_loss(name: str, dtype: str, pair: str, tag: int, n: int = 1 << 15):
     assert abs(weights.mean() - 1) <= Z * se + rounding
 
 
-@pytest.mark.parametrize("name", DENSITY_CASES)
+@pytest.mark.parametrize("name", DENSITY_CASES + PATTERN_CASES)
 def test_losses_stay_within_the_exact_loss_and_integrate_to_one(name):
     _check_loss(name, "float64", "all-above-all-below", 0)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", DENSITY_CASES)
+@pytest.mark.parametrize("name", DENSITY_CASES + PATTERN_CASES)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("pair", ["all-above-all-below", "half-half", "all-below"])
 def test_losses_stay_within_the_exact_loss_on_more_pairs(name, dtype, pair):
@@ -209,7 +213,7 @@ def test_svt34_loss_adds_its_halves():
     np.testing.assert_allclose(np.asarray(got), host, rtol=0, atol=2 * QUADRATURE_TOL)
 
 
-@pytest.mark.parametrize("name", DENSITY_CASES)
+@pytest.mark.parametrize("name", DENSITY_CASES + PATTERN_CASES)
 def test_search_does_not_differentiate_through_comparisons(name):
     """A density, but outputs with a discrete part: no gradient starts."""
     mech = MECHANISMS[name]
@@ -235,6 +239,6 @@ def test_explicit_lr_attack_runs_on_svt3():
 def test_quadrature_losses_count_by_block_on_a_cpu():
     """The counting loop scores these losses one block after another on a CPU (the
     counts are the same either way); a cheap loss stays batched."""
-    for name in DENSITY_CASES:
+    for name in DENSITY_CASES + PATTERN_CASES:
         assert likelihood_ratio_attack(MECHANISMS[name], 3).by_block
     assert not likelihood_ratio_attack(MECHANISMS["noisy-hist1"], 3).by_block
