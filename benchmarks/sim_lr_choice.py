@@ -1,11 +1,12 @@
 """How much the exact loss's thresholds lose by being chosen on a sample, on the
-exact output probabilities of ``svt3`` and ``numerical-svt``, without running the
-mechanism.
+exact output probabilities of the Sparse Vector cases with a declared loss, without
+running the mechanism.
 
 Each case on its peers' pair is a partition into cells with their exact masses
 under both inputs (``svt3``: the answer's value cells of
 :func:`mcdp.ceiling.svt3_cell_masses`; ``numerical-svt``: the loss bins of
-:func:`mcdp.ceiling.numerical_svt_cells`), and a cell's log ratio is the exact
+:func:`mcdp.ceiling.numerical_svt_cells`; ``svt1``, ``svt4``, ``svt6``: every
+output pattern, :func:`mcdp.ceiling.svt_outputs`), and a cell's log ratio is the exact
 loss that the likelihood-ratio candidate scores. At ``--draws`` N counted draws
 per input, the selection sample (the portfolio's N/10, within [1e5, 2^24], times
 each of ``--factors``) is drawn ``--reps`` times from the exact multinomials; the
@@ -31,7 +32,13 @@ import numpy as np
 
 from mcdp import learning
 from mcdp.attacks import MAX_EVENTS, learned_sizes
-from mcdp.ceiling import bounds, ceiling, numerical_svt_cells, svt3_cell_masses
+from mcdp.ceiling import (
+    bounds,
+    ceiling,
+    numerical_svt_cells,
+    svt3_cell_masses,
+    svt_outputs,
+)
 from mcdp.mechanisms.suite import PEER_PAIRS
 
 CONFIDENCE = 0.9
@@ -40,8 +47,11 @@ CONFIDENCE = 0.9
 def cells(name: str) -> tuple[np.ndarray, np.ndarray]:
     """The cells' masses ``(p, q)``, normalised, the empty ones dropped."""
     pair = PEER_PAIRS[name]
-    masses = svt3_cell_masses if name == "svt3" else numerical_svt_cells
-    p, q = masses(name, pair)
+    if name in ("svt3", "numerical-svt"):
+        masses = svt3_cell_masses if name == "svt3" else numerical_svt_cells
+        p, q = masses(name, pair)
+    else:  # every output pattern of a discrete variant is a cell
+        _, p, q = svt_outputs(name, pair)
     keep = (p > 0) | (q > 0)
     return p[keep] / p[keep].sum(), q[keep] / q[keep].sum()
 
