@@ -927,18 +927,23 @@ def _portfolio_choice(
         learning.select_thresholds, draws=draws, confidence=confidence,
         max_events=settings.max_events, epsilon=context.epsilon, delta=context.delta,
     )  # fmt: skip
-    counts, choices = [], []  # choices: how each scorer chooses
+    counts, choices = [], []  # choices: how each scorer chooses its final events
     for j, candidate in enumerate(candidates):
         judged = values[:, half:, j]
+        few = candidate.attack is None and _few_values(values[:, :half, j])
         if candidate.label == "lr":  # a hair below the loss's atoms
             choices.append(dict(adjust=functools.partial(_below_atoms, dtype=dtype)))
-        elif candidate.attack is None and _few_values(values[:, :half, j]):
+        elif few:
             choices.append(DISCRETE_CHOICE)
         else:
             choices.append({})
         if candidate.attack is None:
+            # the events of few values are ranked at their rates on the first
+            # half, the exact loss's as every scorer's (its final events, where it
+            # wins, come from its weighted masses instead)
+            first_half = {**choices[j], **DISCRETE_CHOICE} if few else choices[j]
             chosen = select(
-                values[0, :half, j], values[1, :half, j], **choices[j]
+                values[0, :half, j], values[1, :half, j], **first_half
             ).thresholds
             at_least = [
                 np.array([np.count_nonzero(v >= t) for t in chosen]) for v in judged
