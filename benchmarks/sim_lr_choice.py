@@ -42,14 +42,15 @@ from mcdp.ceiling import (
 from mcdp.mechanisms.suite import PEER_PAIRS
 
 CONFIDENCE = 0.9
+# the cases whose outputs are continuous: cells of the value or of the loss
+CELLS = {"svt3": svt3_cell_masses, "numerical-svt": numerical_svt_cells}
 
 
 def cells(name: str) -> tuple[np.ndarray, np.ndarray]:
     """The cells' masses ``(p, q)``, normalised, the empty ones dropped."""
     pair = PEER_PAIRS[name]
-    if name in ("svt3", "numerical-svt"):
-        masses = svt3_cell_masses if name == "svt3" else numerical_svt_cells
-        p, q = masses(name, pair)
+    if name in CELLS:
+        p, q = CELLS[name](name, pair)
     else:  # every output pattern of a discrete variant is a cell
         _, p, q = svt_outputs(name, pair)
     keep = (p > 0) | (q > 0)

@@ -577,7 +577,7 @@ def loss_weighted_counts(
         # weights rounds each addition at its size, by the same amount at every
         # output of a tied level, and an event of a few percent is the difference
         # of two such sums
-        logit = scores[::-1].astype(np.float64) + prior
+        logit = scores[::-1].astype(np.float64, copy=False) + prior
         count = len(scores) - np.searchsorted(scores, thresholds, side="left")
         # the second input's weight as expit(-logit), not 1 - w, which rounds to
         # 0 early
