@@ -34,19 +34,29 @@ WARMUP_DRAWS = 100_000
 FORMS = {"batched": False, "by block": True}
 
 
-def in_both_forms(flag: str, name: str, attack, draws: int, seed: int) -> dict:
-    """The same audit with ``mcdp.engines.device``'s ``flag`` (a by-block setting)
-    at each of :data:`FORMS`, each after an untimed warm-up at
-    :data:`WARMUP_DRAWS` (seed + 1, that form's compiles): ``{form: (record,
-    seconds)}``; the flag is left at its default (``None``)."""
+def in_both_forms(
+    flag: str,
+    name: str,
+    attack,
+    draws: int,
+    seed: int,
+    *,
+    module=device,
+    forms: dict = FORMS,
+    default=None,
+) -> dict:
+    """The same audit with ``module``'s ``flag`` (by default a by-block setting of
+    ``mcdp.engines.device``) at each value of ``forms``, each after an untimed
+    warm-up at :data:`WARMUP_DRAWS` (seed + 1, that form's compiles): ``{form:
+    (record, seconds)}``; the flag is left at ``default``."""
     runs = {}
     try:
-        for form, value in FORMS.items():
-            setattr(device, flag, value)
+        for form, value in forms.items():
+            setattr(module, flag, value)
             _run(name, attack, WARMUP_DRAWS, seed + 1)
             runs[form] = _run(name, attack, draws, seed)
     finally:
-        setattr(device, flag, None)
+        setattr(module, flag, default)
     return runs
 
 

@@ -182,12 +182,15 @@ def _prepare_lr(context: AttackContext) -> tuple[Attack, Any]:
 @functools.cache
 def _loss_score(mechanism: Mechanism) -> Any:
     """``score(y, aux)``: the exact privacy loss of ``y``, ``aux = (tx, tx_prime,
-    params)`` (cached per mechanism: one compile)."""
+    params, memo)``, looked up in ``memo`` (a :class:`LossMemo`) where it is not
+    None (cached per mechanism: one compile)."""
     loss_fn = mechanism.privacy_loss
 
     def score(y, aux):
-        tx, tx_prime, params = aux
-        return loss_fn(y, tx, tx_prime, params)
+        tx, tx_prime, params, memo = aux
+        if memo is None:
+            return loss_fn(y, tx, tx_prime, params)
+        return memoised_loss(y, memo, loss_fn, (tx, tx_prime, params))
 
     return score
 
@@ -572,23 +575,33 @@ HISTOGRAM_VALUES = 4096
 # 1,024 values.
 DISCRETE_CHOICE = dict(estimate=True, near=1.5)
 _KEY_LIMIT = 2**31 - 1  # the keys are int32 on every backend
+# Where an output's coordinates times their training values are at most this many,
+# the compiled lookups find each value's index by comparing it with every one, all
+# coordinates at once, not by a binary search per coordinate: on a CPU the
+# searches' gathers and the per-column slices (each of which XLA fused with the
+# draws) made svt6's keys cost more than its exact loss in the counting loop
+# (benchmarks/bench_loss_memo.py). The host's keys of the training draws search.
+COMPARISONS = 256
 
 
 class HistogramTable(NamedTuple):
     """The training sample's distinct values of each output coordinate
     (``values[j, :lengths[j]]``, sorted, padded with +inf), and the keys of its
-    distinct outputs (sorted) with each one's log ratio ``scores``."""
+    distinct outputs (sorted, padded to :data:`HISTOGRAM_VALUES` with a key that no
+    output has) with each one's log ratio ``scores``."""
 
     values: np.ndarray  # (d, V) float
     lengths: np.ndarray  # (d,) int32
     strides: np.ndarray  # (d,) int32: key = sum_j index_j * strides[j]
-    keys: np.ndarray  # (K,) int32, sorted
-    scores: np.ndarray  # (K,) float: ln P[y | x] - ln P[y | x'], add-1/2 smoothed
+    keys: np.ndarray  # (HISTOGRAM_VALUES,) int32, sorted
+    scores: np.ndarray  # (HISTOGRAM_VALUES,) float: ln P[y | x] - ln P[y | x'],
+    # add-1/2 smoothed (0 at the padding)
 
 
 def _coordinate_indices(xp, flat, values, lengths):
     """Per coordinate, the index of the output's value among the training values,
-    ``lengths[j]`` for one never seen: comparisons only, exact on every backend."""
+    ``lengths[j]`` for one never seen, shape ``flat.shape``: comparisons only,
+    exact on every backend. A binary search per coordinate."""
     found = []
     for j in range(flat.shape[1]):
         column = flat[:, j]
@@ -596,22 +609,42 @@ def _coordinate_indices(xp, flat, values, lengths):
         at = xp.minimum(at, values.shape[1] - 1)
         seen = values[j][at] == column
         found.append(xp.where(seen & (at < lengths[j]), at, lengths[j]))
-    return found
+    return xp.stack(found, axis=-1)
+
+
+def _compared_indices(xp, flat, values, lengths):
+    """:func:`_coordinate_indices` by comparing each output with every training
+    value of its coordinate, all coordinates at once."""
+    equal = flat[:, :, None] == values[None, :, :]
+    at = xp.argmax(equal, axis=-1).astype(lengths.dtype)  # the first equal
+    seen = equal.any(axis=-1) & (at < lengths[None, :])
+    return xp.where(seen, at, lengths[None, :])
 
 
 def _histogram_keys(xp, y, values, lengths, strides):
     flat = y.reshape(y.shape[0], -1)
-    indices = _coordinate_indices(xp, flat, values, lengths)
-    key = xp.zeros(flat.shape[0], dtype=xp.int32)
-    for j, index in enumerate(indices):
-        key = key + index.astype(xp.int32) * strides[j]
-    return key
+    compare = xp is jnp and values.size <= COMPARISONS
+    indices = (_compared_indices if compare else _coordinate_indices)(
+        xp, flat, values, lengths
+    )
+    return xp.sum(indices.astype(xp.int32) * strides[None, :], axis=-1, dtype=xp.int32)
 
 
-def histogram_table(outputs: np.ndarray) -> HistogramTable | None:
-    """The plug-in likelihood ratio of discrete ``outputs`` (``(2, n, ...)``, the
+class OutputKeys(NamedTuple):
+    """The training sample's distinct values of each output coordinate
+    (``values[j, :lengths[j]]``, sorted, padded with +inf) and the key of every
+    training output (``(2n,)``; :func:`output_keys`)."""
+
+    values: np.ndarray  # (d, V) float
+    lengths: np.ndarray  # (d,) int32
+    strides: np.ndarray  # (d,) int32: key = sum_j index_j * strides[j]
+    keys: np.ndarray  # (2n,) int32, both inputs' outputs in order
+
+
+def output_keys(outputs: np.ndarray) -> OutputKeys | None:
+    """An int32 key per output of discrete ``outputs`` (``(2, n, ...)``, the
     training sample of both inputs), or None where they take more than
-    :data:`HISTOGRAM_VALUES` values in a coordinate or as rows."""
+    :data:`HISTOGRAM_VALUES` values in a coordinate."""
     n = outputs.shape[1]
     flat = outputs.reshape(2 * n, -1)
     if flat.shape[1] == 0:
@@ -629,19 +662,47 @@ def histogram_table(outputs: np.ndarray) -> HistogramTable | None:
     radices = np.cumprod(np.concatenate([[1], lengths + 1]))
     if radices[-1] > _KEY_LIMIT:
         return None
-    width = max(1, int(lengths.max()))
+    # padded to a power of two, so that few shapes reach the compiled programs
+    width = 1 << max(0, int(lengths.max()) - 1).bit_length()
     values = np.full((len(columns), width), np.inf)
     for j, c in enumerate(columns):
         values[j, : c.size] = c
     lengths32, strides = lengths.astype(np.int32), radices[:-1].astype(np.int32)
     keys = _histogram_keys(np, flat, values, lengths32, strides)
-    distinct, inverse = np.unique(keys, return_inverse=True)
+    return OutputKeys(values, lengths32, strides, keys)
+
+
+def histogram_table(
+    outputs: np.ndarray, keyed: OutputKeys | None = None
+) -> HistogramTable | None:
+    """The plug-in likelihood ratio of discrete ``outputs`` (``(2, n, ...)``, the
+    training sample of both inputs), or None where they take more than
+    :data:`HISTOGRAM_VALUES` values in a coordinate or as rows. ``keyed``: their
+    :func:`output_keys`, where already computed."""
+    n = outputs.shape[1]
+    keyed = output_keys(outputs) if keyed is None else keyed
+    if keyed is None:
+        return None
+    distinct, inverse = np.unique(keyed.keys, return_inverse=True)
     if distinct.size > HISTOGRAM_VALUES:
         return None
     first = np.bincount(inverse[:n], minlength=distinct.size)
     second = np.bincount(inverse[n:], minlength=distinct.size)
     scores = np.log((first + 0.5) / (n + 0.5)) - np.log((second + 0.5) / (n + 0.5))
-    return HistogramTable(values, lengths32, strides, distinct.astype(np.int32), scores)
+    return HistogramTable(
+        keyed.values, keyed.lengths, keyed.strides, *_padded(distinct, scores)
+    )
+
+
+def _padded(keys: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted ``keys`` and their ``scores`` padded to :data:`HISTOGRAM_VALUES`
+    entries with a key that no output has (and a score of 0), so that every table
+    has one shape and the programs that take it compile once."""
+    pad = HISTOGRAM_VALUES - keys.size
+    return (
+        np.concatenate([keys, np.full(pad, _KEY_LIMIT)]).astype(np.int32),
+        np.concatenate([scores, np.zeros(pad, scores.dtype)]),
+    )
 
 
 def histogram_score(y: Array, table: HistogramTable) -> Array:
@@ -650,6 +711,93 @@ def histogram_score(y: Array, table: HistogramTable) -> Array:
     at = jnp.minimum(jnp.searchsorted(table.keys, key), table.keys.shape[0] - 1)
     hit = table.keys[at] == key
     return jnp.where(hit, table.scores[at], 0.0).astype(jnp.result_type(float))
+
+
+# Whether the portfolio looks up an expensive exact loss (a mechanism's
+# loss_by_block) at the distinct outputs of discrete training draws, computed once
+# (LossMemo), rather than computing it at every output; benchmarks switch it off to
+# compare (benchmarks/bench_loss_memo.py).
+LOSS_MEMO = True
+
+
+class LossMemo(NamedTuple):
+    """The exact loss at each distinct output of the training sample: the outputs'
+    keys as :class:`HistogramTable` makes them, and a table of the loss at every key
+    (NaN at a key that no training output has)."""
+
+    values: np.ndarray  # (d, V) float
+    lengths: np.ndarray  # (d,) int32
+    strides: np.ndarray  # (d,) int32
+    losses: np.ndarray  # (S,) float, S a power of two above every key
+
+
+# The largest table of a LossMemo (entries): one lookup per output, where a search
+# in the sorted keys gathered a dozen times on a CPU.
+MEMO_ENTRIES = 1 << 22
+
+
+def loss_memo(
+    mechanism: Mechanism,
+    aux: tuple,
+    outputs: np.ndarray,
+    keyed: OutputKeys | None,
+    dtype: str,
+) -> LossMemo | None:
+    """The exact loss of ``mechanism`` (``aux = (tx, tx_prime, params)``) at each
+    distinct output of ``outputs`` (``(2, n, ...)``, keyed by ``keyed``, their
+    :func:`output_keys`), or None where they are not discrete (``keyed`` None), take
+    more than :data:`HISTOGRAM_VALUES` values, or have keys past
+    :data:`MEMO_ENTRIES`. The losses are computed on :data:`HISTOGRAM_VALUES` rows,
+    padded with the first, and tabulated on a power of two of keys, so that few
+    compiled programs serve every audit."""
+    if keyed is None:
+        return None
+    top = int(np.sum(keyed.lengths.astype(np.int64) * keyed.strides)) + 1
+    if top > MEMO_ENTRIES:
+        return None
+    distinct, first = np.unique(keyed.keys, return_index=True)
+    if distinct.size > HISTOGRAM_VALUES:
+        return None
+    rows = outputs.reshape((-1,) + outputs.shape[2:])[first]
+    pad = (HISTOGRAM_VALUES - rows.shape[0],) + rows.shape[1:]
+    padded = np.concatenate([rows, np.broadcast_to(rows[:1], pad)])
+    with jax.enable_x64(dtype == "float64"):
+        losses = _jitted_loss(mechanism)(jnp.asarray(padded, dtype), (*aux, None))
+    losses = np.asarray(losses)
+    table = np.full(1 << (top - 1).bit_length(), np.nan, losses.dtype)
+    table[distinct] = losses[: distinct.size]
+    return LossMemo(keyed.values, keyed.lengths, keyed.strides, table)
+
+
+@functools.cache
+def _jitted_loss(mechanism: Mechanism) -> Any:
+    return jax.jit(_loss_score(mechanism))
+
+
+def memoised_loss(y: Array, memo: LossMemo, loss_fn, args: tuple) -> Array:
+    """The loss of each output of ``y`` looked up in ``memo``; where one is not
+    there, ``loss_fn(y, *args)`` (the loss of every output of ``y``) is computed,
+    and gives those. A loop of at most one pass rather than a ``cond``: a block of
+    outputs all in the memo skips ``loss_fn`` where the block is not batched
+    (``lax.map``, the CPU's counting loop); under ``vmap`` it runs where any block
+    of the batch needs it (JAX 0.10 turns a batched ``cond`` into a select whose
+    operands fail ``shard_map``'s check of varying axes)."""
+    key = _histogram_keys(jnp, y, memo.values, memo.lengths, memo.strides)
+    known = memo.losses[key]
+    hit = ~jnp.isnan(known)
+
+    def computed(state):
+        # the outputs through a barrier with the loop's state: XLA would otherwise
+        # hoist the loss, which does not depend on the state, out of the loop
+        pending, loss, outputs = jax.lax.optimization_barrier((*state, y))
+        return pending & False, jnp.where(
+            hit, loss, loss_fn(outputs, *args).astype(loss.dtype)
+        )
+
+    _, loss = jax.lax.while_loop(
+        lambda state: state[0], computed, (~jnp.all(hit), known)
+    )
+    return jax.lax.optimization_barrier(loss)
 
 
 def _histogram_guess(y: Array, aux: Any) -> Array:
@@ -769,6 +917,8 @@ def _prepared_candidates(
     ``outputs`` (``(2, n, ...)``) or on the context alone; ``watch`` laps after
     each."""
     out: list[_Candidate] = []
+    # the keys of discrete outputs, made once for the loss's memo and the histogram
+    keyed = functools.cache(lambda: output_keys(outputs))
     # the scorers on quantile hinges (all but learned-inputs) share one sample
     sample = None
     if any(
@@ -778,7 +928,7 @@ def _prepared_candidates(
             sample = learning.training_sample(outputs[0], outputs[1])
         watch.lap("training sample", sample.y)
     for i, label in enumerate(settings.candidates):
-        candidate = _prepared_candidate(i, label, context, outputs, sample)
+        candidate = _prepared_candidate(i, label, context, outputs, sample, keyed)
         if candidate is not None:
             out.append(candidate)
         watch.lap(f"prepare {label}", None if candidate is None else candidate.aux)
@@ -791,18 +941,22 @@ def _prepared_candidate(
     context: AttackContext,
     outputs: np.ndarray,
     sample: learning.TrainingSample | None,
+    keyed: Any,
 ) -> _Candidate | None:
     """Candidate ``label`` (the ``i``-th of the portfolio) prepared, or ``None``
     where it does not apply. The scorers on the default hinges train on ``sample``,
-    the :func:`mcdp.learning.training_sample` of ``outputs`` that each would make."""
+    the :func:`mcdp.learning.training_sample` of ``outputs`` that each would make;
+    ``keyed()`` gives the :func:`output_keys` of ``outputs``."""
     mech, dtype = context.mechanism, context.dtype
     if label == "lr":
         if mech.privacy_loss is None:
             return None
         tx = context.transformed  # a scorer: the exact loss
-        return _Candidate(
-            label, _loss_score(mech), (tx[0], tx[1], context.params), None, label
-        )
+        aux = (tx[0], tx[1], context.params)
+        memo = None
+        if LOSS_MEMO and mech.loss_by_block:
+            memo = loss_memo(mech, aux, outputs, keyed(), dtype)
+        return _Candidate(label, _loss_score(mech), (*aux, memo), None, label)
     if label == "support" and mech.noise_bound is not None:
         attack, aux = _prepare_support(context)
     elif label == "structure" and _released(mech):
@@ -812,7 +966,7 @@ def _prepared_candidate(
     elif label == "float-support":
         attack, aux = FLOAT_SUPPORT_EVENTS, _float_support_aux(outputs, dtype)
     elif label == "histogram":
-        table = histogram_table(outputs)
+        table = None if keyed() is None else histogram_table(outputs, keyed())
         if table is None:
             return None
         return _Candidate(label, histogram_score, table, None, label)

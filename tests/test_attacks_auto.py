@@ -151,6 +151,113 @@ def test_the_exact_loss_of_few_values_is_judged_as_a_discrete_scorer():
     assert r.attack == "lr"
 
 
+def _svt1_memo(drop_pattern: bool):
+    """svt1's mechanism, pair, params and outputs of both inputs, and the memo of
+    its exact loss on them, made without the outputs of one pattern (all below) when
+    ``drop_pattern``."""
+    import jax
+
+    mech = mcdp.mechanisms.MECHANISMS["svt1"]
+    pair = make_pair("x-shuffle", 10, 1.0)
+    params = mech.calibrate(0.1, 0.0, 10, 1.0)
+    sample = jax.jit(mech.sample)
+    outputs = np.stack([
+        np.asarray(sample(jax.random.key(i), jnp.broadcast_to(x, (4096, 10)), params))
+        for i, x in enumerate(jnp.asarray(pair))
+    ])  # fmt: skip
+    training = outputs
+    if drop_pattern:  # a memo that lacks the all-below outputs
+        kept = ~(outputs == 0).all(axis=-1).any(axis=0)
+        training = outputs[:, kept]
+    aux = (jnp.asarray(pair[0]), jnp.asarray(pair[1]), params)
+    keyed = attacks.output_keys(training)
+    return mech, aux, outputs, attacks.loss_memo(mech, aux, training, keyed, "float64")
+
+
+def test_the_loss_memo_gives_the_exact_loss_and_computes_only_what_it_lacks():
+    """svt1's exact loss looked up at its training outputs' distinct patterns
+    equals the loss computed at each output (float64, to 1e-12);
+    a block whose outputs are all in the memo never calls the loss (a loss of NaN
+    would show), and a block with an output that the memo lacks gets the computed
+    loss there, one block at a time (lax.map, the CPU's counting loop) and batched
+    (vmap)."""
+    import jax
+
+    with jax.enable_x64(True):
+        _check_the_memo_of_svt1()
+
+
+def _check_the_memo_of_svt1():
+    import jax
+
+    mech, aux, outputs, memo = _svt1_memo(drop_pattern=True)
+    y = jnp.asarray(outputs[0, :2048].reshape(2, 1024, 10))
+    lacking = np.asarray((y == 0).all(axis=-1))  # the pattern the memo lacks
+    assert lacking.any(axis=1).all()  # both blocks hold it
+    exact = np.asarray(jax.vmap(lambda b: mech.privacy_loss(b, *aux))(y))
+
+    def poisoned(b, *args):  # the computed loss, NaN at the outputs in the memo
+        seen = ~(b == 0).all(axis=-1)
+        return jnp.where(seen, jnp.nan, mech.privacy_loss(b, *args))
+
+    memo = jax.tree.map(jnp.asarray, memo)
+    for over in (jax.vmap, lambda f: lambda ys: jax.lax.map(f, ys)):
+        got = np.asarray(
+            over(lambda b: attacks.memoised_loss(b, memo, mech.privacy_loss, aux))(y)
+        )
+        np.testing.assert_allclose(got, exact, rtol=0, atol=1e-12)
+        assert np.array_equal(got[lacking], exact[lacking])  # computed there
+        # with the NaN loss: finite where looked up, the loss where it lacks
+        mixed = np.asarray(
+            over(lambda b: attacks.memoised_loss(b, memo, poisoned, aux))(y)
+        )
+        assert np.isfinite(mixed).all()
+        np.testing.assert_array_equal(mixed[lacking], exact[lacking])
+    # a block of outputs all in the memo: the loss is not computed at all
+    full = y[:, ~lacking.any(axis=0)][:1]
+
+    def nan(b, *args):
+        return jnp.full(b.shape[:1], jnp.nan)
+
+    for over in (jax.vmap, lambda f: lambda ys: jax.lax.map(f, ys)):
+        got = np.asarray(over(lambda b: attacks.memoised_loss(b, memo, nan, aux))(full))
+        assert np.isfinite(got).all()
+
+
+def test_the_loss_memo_changes_no_count(monkeypatch):
+    """The default audit of svt1 and svt6 (their exact loss alone, whose memo holds
+    every pattern their training draws took: 11 and 1,024) gives the same record with
+    the loss looked up and computed at every output."""
+    tried = auto_attack(candidates=("lr",))
+    records, sizes = {}, []
+
+    original = attacks.loss_memo
+
+    def counted(*args):
+        memo = original(*args)
+        sizes.append(int(np.sum(~np.isnan(memo.losses))))
+        return memo
+
+    monkeypatch.setattr(attacks, "loss_memo", counted)
+    try:
+        for memo in (False, True):
+            attacks.LOSS_MEMO = memo
+            records[memo] = [
+                mcdp.audit_delta(
+                    name, 0.1, 0.0, 10, 200_000, pair="x-shuffle", attack=tried, seed=3
+                )
+                for name in ("svt1", "svt6")
+            ]
+    finally:
+        attacks.LOSS_MEMO = True
+    assert sizes == [11, 1024]  # built where looked up only
+    for computed, memoised in zip(records[False], records[True], strict=True):
+        assert memoised.attack == computed.attack == "lr"
+        assert memoised.epsilon_lower == computed.epsilon_lower
+        assert memoised.profile == computed.profile
+        assert memoised.selection == computed.selection
+
+
 def test_auto_options_are_checked():
     with pytest.raises(ValueError, match="candidates"):
         auto_attack(candidates=("oracle",))
@@ -334,7 +441,9 @@ def test_the_histogram_tabulates_each_distinct_output_and_its_log_ratio():
     second = rng.choice([0.0, 1.0, 2.0], size=(n, 2), p=[0.2, 0.3, 0.5])
     first[:100, 1] = np.nan  # NaN is one more value
     table = histogram_table(np.stack([first, second]))
-    assert table is not None and table.keys.size == 9 + 3  # 3 x 3 pairs, 3 with NaN
+    assert table is not None and table.keys.size == attacks.HISTOGRAM_VALUES
+    seen = table.keys[table.keys != attacks._KEY_LIMIT]  # the padding's key
+    assert seen.size == 9 + 3  # 3 x 3 pairs, 3 with NaN
     # the score of an output is its log ratio of training frequencies, smoothed by
     # 1/2: ln(0.5^2 / 0.2^2) for (0, 0), within Z standard errors (and the 100 NaN)
     got = np.asarray(histogram_score(jnp.asarray([[0.0, 0.0], [2.0, 2.0]]), table))
@@ -344,6 +453,14 @@ def test_the_histogram_tabulates_each_distinct_output_and_its_log_ratio():
     # NumPy's keys (the table) and JAX's (the counted draws) agree exactly
     keys = np.asarray(attacks._histogram_keys(jnp, jnp.asarray(first), *table[:3]))
     assert np.array_equal(keys, attacks._histogram_keys(np, first, *table[:3]))
+    # JAX compares each value with every training value where NumPy searches: the
+    # same indices, on values never seen (7, -inf, inf) and NaN too
+    probe = np.concatenate([first[:50], [[7.0, np.nan], [-np.inf, np.inf]]])
+    for xp in (np, jnp):
+        compared = attacks._compared_indices(xp, xp.asarray(probe), *table[:2])
+        searched = attacks._coordinate_indices(xp, xp.asarray(probe), *table[:2])
+        assert np.array_equal(np.asarray(compared), np.asarray(searched))
+    assert np.asarray(searched)[-2:].tolist() == [[3, 3], [3, 3]]  # 3: not seen
     # an output never seen in training scores 0; continuous outputs get no table
     assert float(histogram_score(jnp.asarray([[7.0, 0.0]]), table)[0]) == 0.0
     assert histogram_table(rng.normal(size=(2, 20_000, 1))) is None

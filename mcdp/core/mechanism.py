@@ -167,6 +167,9 @@ class Mechanism(_MechanismFields):
         one block of draws after another rather than batched over a chunk (see
         :class:`mcdp.core.attack.Attack`): for a loss with large intermediates
         per output, such as a quadrature. The counts are the same either way.
+        Where the outputs are discrete, the default attack also computes such a
+        loss once at each distinct output of its training draws and looks it up
+        (:class:`mcdp.attacks.LossMemo`).
     """
 
     __slots__ = ()
