@@ -577,10 +577,10 @@ DISCRETE_CHOICE = dict(estimate=True, near=1.5)
 _KEY_LIMIT = 2**31 - 1  # the keys are int32 on every backend
 # Where an output's coordinates times their training values are at most this many,
 # the compiled lookups find each value's index by comparing it with every one, all
-# coordinates at once, not by a binary search per coordinate: on a CPU the
-# searches' gathers and the per-column slices (each of which XLA fused with the
-# draws) made svt6's keys cost more than its exact loss in the counting loop
-# (benchmarks/bench_loss_memo.py). The host's keys of the training draws search.
+# coordinates at once, not by a binary search per coordinate: on a CPU, one column
+# at a time, svt6's keys cost more than its exact loss in the counting loop (4.4 s
+# against 3.7 s for 2e6 outputs), and 2.3 s all at once (benchmarks/RESULTS.md).
+# The host's keys of the training draws search.
 COMPARISONS = 256
 
 
@@ -787,17 +787,15 @@ def memoised_loss(y: Array, memo: LossMemo, loss_fn, args: tuple) -> Array:
     hit = ~jnp.isnan(known)
 
     def computed(state):
-        # the outputs through a barrier with the loop's state: XLA would otherwise
-        # hoist the loss, which does not depend on the state, out of the loop
-        pending, loss, outputs = jax.lax.optimization_barrier((*state, y))
+        pending, loss = state
         return pending & False, jnp.where(
-            hit, loss, loss_fn(outputs, *args).astype(loss.dtype)
+            hit, loss, loss_fn(y, *args).astype(loss.dtype)
         )
 
     _, loss = jax.lax.while_loop(
         lambda state: state[0], computed, (~jnp.all(hit), known)
     )
-    return jax.lax.optimization_barrier(loss)
+    return loss
 
 
 def _histogram_guess(y: Array, aux: Any) -> Array:
