@@ -632,13 +632,16 @@ def _histogram_keys(xp, y, values, lengths, strides):
 
 class OutputKeys(NamedTuple):
     """The training sample's distinct values of each output coordinate
-    (``values[j, :lengths[j]]``, sorted, padded with +inf) and the key of every
-    training output (``(2n,)``; :func:`output_keys`)."""
+    (``values[j, :lengths[j]]``, sorted, padded with +inf), its outputs' distinct
+    keys, and where each first occurs and which one every output has
+    (:func:`output_keys`)."""
 
     values: np.ndarray  # (d, V) float
     lengths: np.ndarray  # (d,) int32
     strides: np.ndarray  # (d,) int32: key = sum_j index_j * strides[j]
-    keys: np.ndarray  # (2n,) int32, both inputs' outputs in order
+    distinct: np.ndarray  # (K,) int32, sorted
+    first: np.ndarray  # (K,): the first of the 2n outputs (both inputs') with each
+    inverse: np.ndarray  # (2n,): the index in distinct of each output's key
 
 
 def output_keys(outputs: np.ndarray) -> OutputKeys | None:
@@ -669,7 +672,8 @@ def output_keys(outputs: np.ndarray) -> OutputKeys | None:
         values[j, : c.size] = c
     lengths32, strides = lengths.astype(np.int32), radices[:-1].astype(np.int32)
     keys = _histogram_keys(np, flat, values, lengths32, strides)
-    return OutputKeys(values, lengths32, strides, keys)
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return OutputKeys(values, lengths32, strides, distinct, first, inverse)
 
 
 def histogram_table(
@@ -683,7 +687,7 @@ def histogram_table(
     keyed = output_keys(outputs) if keyed is None else keyed
     if keyed is None:
         return None
-    distinct, inverse = np.unique(keyed.keys, return_inverse=True)
+    distinct, inverse = keyed.distinct, keyed.inverse
     if distinct.size > HISTOGRAM_VALUES:
         return None
     first = np.bincount(inverse[:n], minlength=distinct.size)
@@ -755,7 +759,7 @@ def loss_memo(
     top = int(np.sum(keyed.lengths.astype(np.int64) * keyed.strides)) + 1
     if top > MEMO_ENTRIES:
         return None
-    distinct, first = np.unique(keyed.keys, return_index=True)
+    distinct, first = keyed.distinct, keyed.first
     if distinct.size > HISTOGRAM_VALUES:
         return None
     rows = outputs.reshape((-1,) + outputs.shape[2:])[first]
