@@ -7,7 +7,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,3 +126,22 @@ def write_json(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     with path.open("w", encoding="utf-8") as f:
         json.dump(payload, f, indent=2)
         f.write("\n")
+
+
+def print_rows(
+    rows: Iterable[dict[str, Any]],
+    line: Callable[[dict[str, Any]], str],
+    json_path: str | os.PathLike | None,
+    env: dict[str, Any],
+    key: str = "results",
+) -> list[dict[str, Any]]:
+    """Prints ``line(row)`` of each row as it is measured and, where ``json_path``
+    is given, writes every row so far (``{"environment": env, key: rows}``), so
+    that an interrupted run keeps what it measured."""
+    done: list[dict[str, Any]] = []
+    for row in rows:
+        done.append(row)
+        print(line(row), flush=True)
+        if json_path:
+            write_json(json_path, {"environment": env, key: done})
+    return done

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment, environment_line, parse_ints, write_json  # noqa: E402
+from _common import environment, environment_line, parse_ints, print_rows  # noqa: E402
 from bench_selection import FORMS, in_both_forms  # noqa: E402
 
 from mcdp.attacks import auto_attack  # noqa: E402
@@ -52,6 +52,15 @@ def bench_run(name: str, attack: str, draws: int, seed: int) -> dict:
     return row
 
 
+def _line(row: dict) -> str:
+    before, after = (row[form] for form in FORMS)
+    return (
+        f"| {row['case']} | {row['attack']} | {row['draws']:.0e} | "
+        f"{before['counting_seconds']:.1f} / {after['counting_seconds']:.1f} "
+        f"| {row['counting_ratio']:.2f} | {'yes' if row['same_result'] else 'NO'} |"
+    )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", default=RUNS, help="comma-separated case:attack")
@@ -65,21 +74,12 @@ def main() -> int:
         "| case | attack | N | counting s, batched / by block | ratio | same record |"
     )
     print("|---|---|---|---|---|---|")
-    rows = []
-    for run in args.runs.split(","):
-        name, attack = run.split(":")
-        for n in args.draws:
-            row = bench_run(name, attack, n, args.seed)
-            rows.append(row)
-            before, after = (row[form] for form in FORMS)
-            print(
-                f"| {name} | {attack} | {n:.0e} | {before['counting_seconds']:.1f} / "
-                f"{after['counting_seconds']:.1f} | {row['counting_ratio']:.2f} "
-                f"| {'yes' if row['same_result'] else 'NO'} |",
-                flush=True,
-            )
-            if args.json:
-                write_json(args.json, {"environment": env, "results": rows})
+    rows = (
+        bench_run(*run.split(":"), n, args.seed)
+        for run in args.runs.split(",")
+        for n in args.draws
+    )
+    print_rows(rows, _line, args.json, env)
     return 0
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment, environment_line, parse_ints, write_json  # noqa: E402
+from _common import environment, environment_line, parse_ints, print_rows  # noqa: E402
 from bench_selection import in_both_forms  # noqa: E402
 
 from mcdp import attacks  # noqa: E402
@@ -62,6 +62,17 @@ def bench_case(name: str, draws: int, seed: int, alone: bool) -> dict:
     return row
 
 
+def _line(row: dict) -> str:
+    before, after = (row[form] for form in FORMS)
+    return (
+        f"| {row['case']} | {row['draws']:.0e} | {before['audit_seconds']:.1f} / "
+        f"{after['audit_seconds']:.1f} | {row['audit_ratio']:.2f} "
+        f"| {row['prep_ratio']:.2f} | {before['counting_seconds']:.1f} / "
+        f"{after['counting_seconds']:.1f} | {row['counting_ratio']:.2f} "
+        f"| {'yes' if row['same_result'] else 'NO'} |"
+    )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default="svt1,svt4,svt6")
@@ -77,22 +88,12 @@ def main() -> int:
         "| counting s, computed / memoised | ratio | same record |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    rows = []
-    for name in args.cases.split(","):
-        for n in args.draws:
-            row = bench_case(name, n, args.seed, args.alone)
-            rows.append(row)
-            before, after = (row[form] for form in FORMS)
-            print(
-                f"| {name} | {n:.0e} | {before['audit_seconds']:.1f} / "
-                f"{after['audit_seconds']:.1f} | {row['audit_ratio']:.2f} "
-                f"| {row['prep_ratio']:.2f} | {before['counting_seconds']:.1f} / "
-                f"{after['counting_seconds']:.1f} | {row['counting_ratio']:.2f} "
-                f"| {'yes' if row['same_result'] else 'NO'} |",
-                flush=True,
-            )
-            if args.json:
-                write_json(args.json, {"environment": env, "results": rows})
+    rows = (
+        bench_case(name, n, args.seed, args.alone)
+        for name in args.cases.split(",")
+        for n in args.draws
+    )
+    print_rows(rows, _line, args.json, env)
     return 0
 
 

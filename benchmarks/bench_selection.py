@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment, environment_line, parse_ints, write_json  # noqa: E402
+from _common import environment, environment_line, parse_ints, print_rows  # noqa: E402
 from bench_auto import _run  # noqa: E402
 
 from mcdp.engines import device  # noqa: E402
@@ -80,6 +80,17 @@ def bench_case(name: str, draws: int, seed: int) -> dict:
     return row
 
 
+def _line(row: dict) -> str:
+    a, b = row["batched"], row["by block"]
+    return (
+        f"| {row['case']} | {row['draws']:.0e} | {b['chose']} "
+        f"| {a['prep_seconds']:.1f} / {b['prep_seconds']:.1f} "
+        f"| {row['prep_ratio']:.2f} "
+        f"| {a['audit_seconds']:.1f} / {b['audit_seconds']:.1f} "
+        f"| {row['audit_ratio']:.2f} | {row['same_result']} |"
+    )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default="svt1,svt6,numerical-svt")
@@ -94,22 +105,12 @@ def main() -> int:
         "| audit batched / by block (s) | ratio | same result |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    rows = []
-    for name in args.cases.split(","):
-        for n in args.draws:
-            row = bench_case(name, n, args.seed)
-            rows.append(row)
-            a, b = row["batched"], row["by block"]
-            print(
-                f"| {name} | {n:.0e} | {b['chose']} "
-                f"| {a['prep_seconds']:.1f} / {b['prep_seconds']:.1f} "
-                f"| {row['prep_ratio']:.2f} "
-                f"| {a['audit_seconds']:.1f} / {b['audit_seconds']:.1f} "
-                f"| {row['audit_ratio']:.2f} | {row['same_result']} |",
-                flush=True,
-            )
-            if args.json:
-                write_json(args.json, {"environment": env, "rows": rows})
+    rows = (
+        bench_case(name, n, args.seed)
+        for name in args.cases.split(",")
+        for n in args.draws
+    )
+    print_rows(rows, _line, args.json, env, key="rows")
     return 0
 
 
