@@ -576,11 +576,11 @@ HISTOGRAM_VALUES = 4096
 DISCRETE_CHOICE = dict(estimate=True, near=1.5)
 _KEY_LIMIT = 2**31 - 1  # the keys are int32 on every backend
 # Where an output's coordinates times their training values are at most this many,
-# the compiled lookups find each value's index by comparing it with every one, all
-# coordinates at once, not by a binary search per coordinate: on a CPU, one column
-# at a time, svt6's keys cost more than its exact loss in the counting loop (4.4 s
-# against 3.7 s for 2e6 outputs), and 2.3 s all at once (benchmarks/RESULTS.md).
-# The host's keys of the training draws search.
+# the compiled lookups find an output's key by comparing each coordinate with every
+# training value, all at once, in one sum (:func:`_compared_keys`), not by a binary
+# search per coordinate: on a CPU, one column at a time, svt6's keys cost more than
+# its exact loss in the counting loop (benchmarks/RESULTS.md). The host's keys of
+# the training draws search.
 COMPARISONS = 256
 
 
@@ -612,21 +612,32 @@ def _coordinate_indices(xp, flat, values, lengths):
     return xp.stack(found, axis=-1)
 
 
-def _compared_indices(xp, flat, values, lengths):
-    """:func:`_coordinate_indices` by comparing each output with every training
-    value of its coordinate, all coordinates at once."""
-    equal = flat[:, :, None] == values[None, :, :]
-    at = xp.argmax(equal, axis=-1).astype(lengths.dtype)  # the first equal
-    seen = equal.any(axis=-1) & (at < lengths[None, :])
-    return xp.where(seen, at, lengths[None, :])
+def _compared_keys(xp, flat, values, lengths, strides):
+    """The keys of :func:`_coordinate_indices`' indices, in one sum over every
+    coordinate's comparisons with every training value: ``sum_j lengths[j] *
+    strides[j]``, plus ``(v - lengths[j]) * strides[j]`` where coordinate ``j``
+    equals its ``v``-th value (at most one does: the values below ``lengths[j]``
+    are distinct, the padding is left out). One reduction reads the outputs once:
+    on a CPU, XLA computes the sampler's outputs again inside each fused reduction
+    that reads them (an index and a "seen" reduced apart drew ``svt6``'s counted
+    outputs three times with the default stream)."""
+    position = xp.arange(values.shape[1], dtype=xp.int32)
+    valid = position[None, :] < lengths[:, None]
+    weights = xp.where(
+        valid, strides[:, None] * (position[None, :] - lengths[:, None]), 0
+    )
+    matched = (flat[:, :, None] == values[None, :, :]) & valid[None, :, :]
+    base = xp.sum(strides * lengths, dtype=xp.int32)
+    return base + xp.sum(
+        xp.where(matched, weights[None, :, :], 0), axis=(1, 2), dtype=xp.int32
+    )
 
 
 def _histogram_keys(xp, y, values, lengths, strides):
     flat = y.reshape(y.shape[0], -1)
-    compare = xp is jnp and values.size <= COMPARISONS
-    indices = (_compared_indices if compare else _coordinate_indices)(
-        xp, flat, values, lengths
-    )
+    if xp is jnp and values.size <= COMPARISONS:
+        return _compared_keys(xp, flat, values, lengths, strides)
+    indices = _coordinate_indices(xp, flat, values, lengths)
     return xp.sum(indices.astype(xp.int32) * strides[None, :], axis=-1, dtype=xp.int32)
 
 

@@ -454,13 +454,24 @@ def test_the_histogram_tabulates_each_distinct_output_and_its_log_ratio():
     keys = np.asarray(attacks._histogram_keys(jnp, jnp.asarray(first), *table[:3]))
     assert np.array_equal(keys, attacks._histogram_keys(np, first, *table[:3]))
     # JAX compares each value with every training value where NumPy searches: the
-    # same indices, on values never seen (7, -inf, inf) and NaN too
+    # same keys, on values never seen (7, -inf, inf) and NaN too
     probe = np.concatenate([first[:50], [[7.0, np.nan], [-np.inf, np.inf]]])
+    values, lengths, strides = table[:3]
+    searched = attacks._coordinate_indices(np, probe, values, lengths)
+    assert searched[-2:].tolist() == [[3, 3], [3, 3]]  # 3: not seen
+    by_index = (searched * strides[None, :]).sum(axis=-1)
     for xp in (np, jnp):
-        compared = attacks._compared_indices(xp, xp.asarray(probe), *table[:2])
-        searched = attacks._coordinate_indices(xp, xp.asarray(probe), *table[:2])
-        assert np.array_equal(np.asarray(compared), np.asarray(searched))
-    assert np.asarray(searched)[-2:].tolist() == [[3, 3], [3, 3]]  # 3: not seen
+        compared = attacks._compared_keys(
+            xp, xp.asarray(probe), *(xp.asarray(a) for a in table[:3])
+        )
+        assert np.array_equal(np.asarray(compared), by_index)
+        # +inf a training value, as is the padding after it: the first one counts
+        one = attacks._compared_keys(
+            xp, xp.asarray([[np.inf], [1.0], [5.0], [np.nan], [-0.0]]),
+            xp.asarray([[0.0, 1.0, np.inf, np.inf]]), xp.asarray([3], np.int32),
+            xp.asarray([1], np.int32),
+        )  # fmt: skip
+        assert np.asarray(one).tolist() == [2, 1, 3, 3, 0]
     # an output never seen in training scores 0; continuous outputs get no table
     assert float(histogram_score(jnp.asarray([[7.0, 0.0]]), table)[0]) == 0.0
     assert histogram_table(rng.normal(size=(2, 20_000, 1))) is None
