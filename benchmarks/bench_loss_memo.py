@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, environment_line, parse_ints, print_rows  # noqa: E402
-from bench_selection import in_both_forms  # noqa: E402
+from bench_selection import compared_row, in_both_forms  # noqa: E402
 
 from mcdp import attacks  # noqa: E402
 
@@ -42,24 +42,7 @@ def bench_case(name: str, draws: int, seed: int, alone: bool) -> dict:
         "LOSS_MEMO", name, attack, draws, seed,
         module=attacks, forms=FORMS, default=True,
     )  # fmt: skip
-    for form, (record, seconds) in runs.items():
-        prep = record.attack_seconds or 0.0
-        row[form] = {
-            "audit_seconds": seconds,
-            "prep_seconds": prep,
-            "counting_seconds": seconds - prep,
-            "bound": record.epsilon_lower,
-            "chose": record.attack,
-            "profile": [p.__dict__ for p in record.profile],
-            "selection": dict(record.selection or {}),
-        }
-    before, after = (row[form] for form in FORMS)
-    for part in ("audit", "prep", "counting"):
-        row[f"{part}_ratio"] = before[f"{part}_seconds"] / after[f"{part}_seconds"]
-    row["same_result"] = all(
-        before[k] == after[k] for k in ("bound", "chose", "profile", "selection")
-    )
-    return row
+    return compared_row(row, runs)
 
 
 def _line(row: dict) -> str:

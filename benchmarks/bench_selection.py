@@ -60,6 +60,37 @@ def in_both_forms(
     return runs
 
 
+def compared_row(row: dict, runs: dict, stage: str | None = None) -> dict:
+    """``row`` with each form's times and record from ``runs`` (of
+    :func:`in_both_forms`) in ``row[form]``: the audit's seconds, its preparation's
+    (the record's ``attack_seconds``), the counting's (the rest) and, where ``stage``
+    names one, that stage of the preparation's (``selection_seconds`` for
+    ``"selection draws"``); the first form's times over the second's
+    (``{part}_ratio``); and whether the two records are the same
+    (``same_result``: bound, choice, privacy profile and selection table)."""
+    part = None if stage is None else stage.split()[0]
+    for form, (record, seconds) in runs.items():
+        prep = record.attack_seconds or 0.0
+        row[form] = {
+            "audit_seconds": seconds,
+            "prep_seconds": prep,
+            "counting_seconds": seconds - prep,
+            "bound": record.epsilon_lower,
+            "chose": record.attack,
+            "profile": [p.__dict__ for p in record.profile],
+            "selection": dict(record.selection or {}),
+        }
+        if part is not None:
+            row[form][f"{part}_seconds"] = dict(record.attack_stages or {})[stage]
+    before, after = (row[form] for form in runs)
+    for timed in ("audit", "prep", "counting", *([part] if part else [])):
+        row[f"{timed}_ratio"] = before[f"{timed}_seconds"] / after[f"{timed}_seconds"]
+    row["same_result"] = all(
+        before[k] == after[k] for k in ("bound", "chose", "profile", "selection")
+    )
+    return row
+
+
 def bench_case(name: str, draws: int, seed: int) -> dict:
     row: dict = {"case": name, "draws": draws, "seed": seed}
     runs = in_both_forms("TRANSFORM_BY_BLOCK", name, "auto", draws, seed)

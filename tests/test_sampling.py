@@ -169,7 +169,8 @@ def test_x64_is_not_left_on_between_yields(key):
 
 def test_the_counting_loop_by_block_gives_the_batched_counts(monkeypatch):
     """The MLP's attack asks the counting loop to guess block by block on a CPU;
-    batched or by block, an audit counts the same."""
+    batched or by block, each block drawn once (in a cond) or not, an audit counts
+    the same."""
     import mcdp
     from mcdp.attacks import learned_attack
     from mcdp.engines import device
@@ -177,12 +178,14 @@ def test_the_counting_loop_by_block_gives_the_batched_counts(monkeypatch):
     mlp = learned_attack(train_draws=5_000, select_draws=5_000, model="mlp")
     spec = mcdp.AuditSpec("laplace", 1.0, dim=3, delta=0.0, seed=3, attack=mlp)
     records = []
-    for flag in (False, True):
+    for flag, once in ((False, True), (True, False), (True, True)):
         monkeypatch.setattr(device, "GUESS_BY_BLOCK", flag)
+        monkeypatch.setattr(device, "DRAW_ONCE", once)
         records.append(mcdp.run(spec, mcdp.Draws(40_000)))
-    assert records[0].events == records[1].events
-    assert records[0].profile == records[1].profile
-    assert records[0].epsilon_lower == records[1].epsilon_lower > 0
+    for record in records[1:]:
+        assert record.events == records[0].events
+        assert record.profile == records[0].profile
+        assert record.epsilon_lower == records[0].epsilon_lower > 0
 
 
 def test_only_the_mlp_asks_for_guesses_by_block():
@@ -197,8 +200,8 @@ def test_only_the_mlp_asks_for_guesses_by_block():
 @pytest.mark.parametrize("model", ["logistic", "mlp"])
 def test_a_transform_block_by_block_gives_the_batched_values(key, model):
     """The draws' transform (here a scorer, as the portfolio's selection draws have)
-    runs block by block on a CPU and batched elsewhere: the same outputs, and
-    their scores equal to rounding."""
+    runs block by block on a CPU, each block drawn once (in a cond), and batched
+    elsewhere: the same outputs, and their scores equal to rounding."""
     from mcdp import learning
     from mcdp.engines.device import _draw_impl, _identity, _input_keys
 
@@ -208,18 +211,21 @@ def test_a_transform_block_by_block_gives_the_batched_values(key, model):
     keys = _input_keys(key, 2)
     xs = jax.numpy.asarray(_xs(d))
     common = dict(sample=m.sample, num_blocks=5)
+    forms = ((False, False), (True, False), (True, True))  # by block; drawn once
     raw = [
         np.asarray(_draw_impl(keys, xs, params, 2, None, transform=_identity,
-                              by_block=flag, **common))
-        for flag in (False, True)
+                              by_block=flag, once=once, **common))
+        for flag, once in forms
     ]  # fmt: skip
-    np.testing.assert_array_equal(raw[0], raw[1])
+    for other in raw[1:]:
+        np.testing.assert_array_equal(other, raw[0])
     scorer = learning.fit(key, raw[0][0], raw[0][1], model=model, steps=20)
     scores = [
-        np.asarray(_draw_impl(keys, xs, params, 2, scorer, by_block=flag,
+        np.asarray(_draw_impl(keys, xs, params, 2, scorer, by_block=flag, once=once,
                               transform=learning.SCORES[model], **common))
-        for flag in (False, True)
+        for flag, once in forms
     ]  # fmt: skip
     assert scores[0].shape == (2, 5 * BLOCK_DRAWS)
     rounding = 64 * np.finfo(scores[0].dtype).eps  # a sum's reordering, any dtype
-    np.testing.assert_allclose(scores[1], scores[0], rtol=rounding, atol=rounding)
+    for other in scores[1:]:
+        np.testing.assert_allclose(other, scores[0], rtol=rounding, atol=rounding)

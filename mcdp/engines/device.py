@@ -79,6 +79,31 @@ def chunk_blocks_for(dim: int, platform: str = "cpu") -> int:
     return max(1, default_sizes(dim, platform)[0] // (BLOCK_DRAWS * dim))
 
 
+# Whether the blocks drawn one after another (by block) are drawn inside a cond
+# (see _drawn), so that XLA computes them once; the same outputs either way.
+# Benchmarks switch it off to compare (benchmarks/bench_draw_once.py).
+DRAW_ONCE = True
+# A block index that no run reaches (a run has at most 2^40 / BLOCK_DRAWS blocks).
+_NO_BLOCK = 0xFFFFFFFF
+
+
+def _drawn(sample, key, batch, params, block, once: bool):
+    """``sample(fold_in(key, block), batch, params)``; where ``once`` (the blocks go
+    one after another), inside a ``cond`` whose two branches both draw it, so that
+    XLA computes the outputs once, whatever reads them. On a CPU it fuses an
+    elementwise producer into each reduction that reads it, and the default
+    stream's Threefry rounds with it: a guess or transform that reads the outputs
+    in several reductions drew them several times (``optimization_barrier`` is
+    expanded away there). Either branch gives the same outputs."""
+
+    def drawn():
+        return sample(jax.random.fold_in(key, block), batch, params)
+
+    if not once:  # never batched: under vmap a cond runs both branches
+        return drawn()
+    return jax.lax.cond(block != jnp.uint32(_NO_BLOCK), drawn, drawn)
+
+
 def _over(f, leaves, by_block: bool):
     """``f`` over the leading axis of ``leaves``: one after another (``lax.map``)
     where ``by_block``, else batched (``vmap``)."""
@@ -86,7 +111,8 @@ def _over(f, leaves, by_block: bool):
 
 
 @partial(
-    jax.jit, static_argnames=("sample", "attack", "chunk_blocks", "mesh", "by_block")
+    jax.jit,
+    static_argnames=("sample", "attack", "chunk_blocks", "mesh", "by_block", "once"),
 )
 def _count_impl(
     keys: PRNGKey,
@@ -103,6 +129,7 @@ def _count_impl(
     chunk_blocks: int,
     mesh: Mesh,
     by_block: bool = False,
+    once: bool = False,
 ) -> Array:
     """Counts the outcomes of ``num_chunks`` chunks per device from ``first_block``.
 
@@ -111,7 +138,8 @@ def _count_impl(
     (``psum``), so every block is counted once whatever ``D`` is. Rows with global
     index ``>= num_draws`` (``num_draws_blocks`` full blocks plus ``remainder`` rows)
     are masked out. Returns int32 counts of shape ``(num_inputs, num_outcomes)``,
-    replicated on every device.
+    replicated on every device. The blocks are drawn and guessed batched, or one
+    after another where ``by_block``, each drawn once where ``once`` (:func:`_drawn`).
     """
     dim = xs.shape[-1]
     num_devices = mesh.size
@@ -123,7 +151,7 @@ def _count_impl(
 
         def block_counts(key, x, block):
             batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
-            y = sample(jax.random.fold_in(key, block), batch, params)
+            y = _drawn(sample, key, batch, params, block, once)
             valid = (block < full) | ((block == full) & (row < remainder))
             return outcome_counts(attack.guess(y, aux), valid, attack.num_outcomes)
 
@@ -274,6 +302,7 @@ class DeviceEngine:
                     chunk_blocks=chunk_blocks,
                     mesh=mesh,
                     by_block=by_block,
+                    once=by_block and DRAW_ONCE,
                 )
                 # replicated: this host's first copy is the sum over all devices
                 added = np.asarray(counts.addressable_data(0), dtype=np.int64)
@@ -305,6 +334,7 @@ class DeviceEngine:
                     keys, xs_d, params_d, jnp.uint32(first), aux_d,
                     sample=job.mechanism.sample, transform=transform or _identity,
                     num_blocks=count, by_block=by_block,
+                    once=by_block and DRAW_ONCE,
                 )  # fmt: skip
                 parts.append(np.asarray(out))
         return np.concatenate(parts, axis=1)[:, : job.num_draws]
@@ -315,20 +345,24 @@ def _identity(y, aux):
     return y
 
 
-@partial(jax.jit, static_argnames=("sample", "transform", "num_blocks", "by_block"))
+@partial(
+    jax.jit,
+    static_argnames=("sample", "transform", "num_blocks", "by_block", "once"),
+)
 def _draw_impl(
     keys, xs, params, first_block, aux, *, sample, transform, num_blocks,
-    by_block=False,
+    by_block=False, once=False,
 ):  # fmt: skip
     """``transform(sample(...), aux)`` of ``num_blocks`` blocks per input from
     ``first_block``: shape ``(num_inputs, num_blocks * BLOCK_DRAWS, ...)``; the
-    blocks batched (``vmap``), or one after another where ``by_block``."""
+    blocks batched (``vmap``), or one after another where ``by_block``, each drawn
+    once where ``once`` (:func:`_drawn`)."""
     dim = xs.shape[-1]
     blocks = first_block + jnp.arange(num_blocks, dtype=jnp.uint32)
 
     def block(key, x, b):
         batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
-        return transform(sample(jax.random.fold_in(key, b), batch, params), aux)
+        return transform(_drawn(sample, key, batch, params, b, once), aux)
 
     def per_input(key_x):
         key, x = key_x
