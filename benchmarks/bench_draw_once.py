@@ -1,5 +1,5 @@
-"""The blocks drawn one after another, each drawn once (in a ``cond``) against as
-XLA fuses them.
+"""Blocks drawn one after another: each drawn once (in a ``cond``), against drawn
+wherever XLA fuses them.
 
 On a CPU the portfolio's selection draws, and the counting loop of the attacks that
 ask for it (the MLP, an exact loss by quadrature), draw and transform one block of

@@ -465,7 +465,7 @@ def test_the_histogram_tabulates_each_distinct_output_and_its_log_ratio():
             xp, xp.asarray(probe), *(xp.asarray(a) for a in table[:3])
         )
         assert np.array_equal(np.asarray(compared), by_index)
-        # +inf a training value, as is the padding after it: the first one counts
+        # +inf a training value, and the padding after it, which never matches
         one = attacks._compared_keys(
             xp, xp.asarray([[np.inf], [1.0], [5.0], [np.nan], [-0.0]]),
             xp.asarray([[0.0, 1.0, np.inf, np.inf]]), xp.asarray([3], np.int32),
