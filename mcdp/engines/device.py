@@ -55,8 +55,9 @@ TRANSFORM_BY_BLOCK: bool | None = None
 # (True), batched (False), or as the attack asks on a CPU and batched elsewhere
 # (None: `Attack.by_block`, which the MLP scorer sets: 3.4x faster counting on the
 # 2-core CPU, where the other guesses ran 0.5-1.0x as fast by block;
-# benchmarks/bench_guess.py). The counts are integer sums either way, of the guesses
-# of the same scores up to rounding.
+# benchmarks/bench_guess.py, before DRAW_ONCE; drawn once, some ran faster by
+# block, others slower: benchmarks/RESULTS.md, "Drawn once"). The counts are
+# integer sums either way, of the guesses of the same scores up to rounding.
 GUESS_BY_BLOCK: bool | None = None
 SMALL_CHUNK_BLOCKS = 16  # the chunk of runs of at most this many blocks per device
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
