@@ -128,6 +128,22 @@ def write_json(path: str | os.PathLike, payload: dict[str, Any]) -> None:
         f.write("\n")
 
 
+def print_table(
+    header: str,
+    rows: Iterable[dict[str, Any]],
+    line: Callable[[dict[str, Any]], str],
+    json_path: str | os.PathLike | None,
+    key: str = "results",
+) -> list[dict[str, Any]]:
+    """The machine's :func:`environment_line`, the Markdown ``header`` of a table
+    (``"| a | b |"``) and its rule, then :func:`print_rows` with that environment."""
+    env = environment()
+    print(environment_line(env), flush=True)
+    print(header)
+    print("|" + "---|" * (header.count("|") - 1), flush=True)
+    return print_rows(rows, line, json_path, env, key)
+
+
 def print_rows(
     rows: Iterable[dict[str, Any]],
     line: Callable[[dict[str, Any]], str],

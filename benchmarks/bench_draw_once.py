@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment, environment_line, parse_ints, print_rows  # noqa: E402
+from _common import parse_ints, print_table  # noqa: E402
 from bench_selection import compared_row, in_both_forms  # noqa: E402
 
 from mcdp.engines import device  # noqa: E402
@@ -61,6 +61,12 @@ def _line(row: dict) -> str:
     )
 
 
+HEADER = (
+    "| case | N | chose | audit s, fused / once | ratio "
+    "| selection draws s | ratio | counting s | ratio | same record |"
+)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default="numerical-svt,svt6,svt1")
@@ -68,19 +74,12 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    env = environment()
-    print(environment_line(env), flush=True)
-    print(
-        "| case | N | chose | audit s, fused / once | ratio | selection draws s "
-        "| ratio | counting s | ratio | same record |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|")
     rows = (
         bench_case(name, n, args.seed)
         for name in args.cases.split(",")
         for n in args.draws
     )
-    print_rows(rows, _line, args.json, env)
+    print_table(HEADER, rows, _line, args.json)
     return 0
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment, environment_line, parse_ints, print_rows  # noqa: E402
-from bench_selection import FORMS, in_both_forms  # noqa: E402
+from _common import parse_ints, print_table  # noqa: E402
+from bench_selection import FORMS, compared_row, in_both_forms  # noqa: E402
 
 from mcdp.attacks import auto_attack  # noqa: E402
 
@@ -39,17 +39,7 @@ def bench_run(name: str, attack: str, draws: int, seed: int) -> dict:
     row: dict = {"case": name, "attack": attack, "draws": draws, "seed": seed}
     alone = auto_attack(candidates=(attack,))
     runs = in_both_forms("GUESS_BY_BLOCK", name, alone, draws, seed)
-    for form, (record, seconds) in runs.items():
-        row[form] = {
-            "audit_seconds": seconds,
-            "counting_seconds": seconds - (record.attack_seconds or 0.0),
-            "bound": record.epsilon_lower,
-            "profile": [p.__dict__ for p in record.profile],
-        }
-    before, after = (row[form] for form in FORMS)
-    row["counting_ratio"] = before["counting_seconds"] / after["counting_seconds"]
-    row["same_result"] = all(before[k] == after[k] for k in ("bound", "profile"))
-    return row
+    return compared_row(row, runs)
 
 
 def _line(row: dict) -> str:
@@ -61,6 +51,9 @@ def _line(row: dict) -> str:
     )
 
 
+HEADER = "| case | attack | N | counting s, batched / by block | ratio | same record |"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", default=RUNS, help="comma-separated case:attack")
@@ -68,18 +61,12 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    env = environment()
-    print(environment_line(env), flush=True)
-    print(
-        "| case | attack | N | counting s, batched / by block | ratio | same record |"
-    )
-    print("|---|---|---|---|---|---|")
     rows = (
         bench_run(*run.split(":"), n, args.seed)
         for run in args.runs.split(",")
         for n in args.draws
     )
-    print_rows(rows, _line, args.json, env)
+    print_table(HEADER, rows, _line, args.json)
     return 0
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment, environment_line, parse_ints, print_rows  # noqa: E402
+from _common import parse_ints, print_table  # noqa: E402
 from bench_auto import _run  # noqa: E402
 
 from mcdp.engines import device  # noqa: E402
@@ -94,21 +94,7 @@ def compared_row(row: dict, runs: dict, stage: str | None = None) -> dict:
 def bench_case(name: str, draws: int, seed: int) -> dict:
     row: dict = {"case": name, "draws": draws, "seed": seed}
     runs = in_both_forms("TRANSFORM_BY_BLOCK", name, "auto", draws, seed)
-    for form, (record, seconds) in runs.items():
-        row[form] = {
-            "audit_seconds": seconds,
-            "prep_seconds": record.attack_seconds,
-            "bound": record.epsilon_lower,
-            "chose": record.attack,
-            "selection": dict(record.selection or {}),
-        }
-    before, after = (row[form] for form in FORMS)
-    row["prep_ratio"] = before["prep_seconds"] / after["prep_seconds"]
-    row["audit_ratio"] = before["audit_seconds"] / after["audit_seconds"]
-    row["same_result"] = all(
-        before[k] == after[k] for k in ("bound", "chose", "selection")
-    )
-    return row
+    return compared_row(row, runs)
 
 
 def _line(row: dict) -> str:
@@ -122,6 +108,12 @@ def _line(row: dict) -> str:
     )
 
 
+HEADER = (
+    "| case | N | chose | prep batched / by block (s) | ratio "
+    "| audit batched / by block (s) | ratio | same result |"
+)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default="svt1,svt6,numerical-svt")
@@ -129,19 +121,12 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    env = environment()
-    print(environment_line(env))
-    print(
-        "| case | N | chose | prep batched / by block (s) | ratio "
-        "| audit batched / by block (s) | ratio | same result |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
     rows = (
         bench_case(name, n, args.seed)
         for name in args.cases.split(",")
         for n in args.draws
     )
-    print_rows(rows, _line, args.json, env, key="rows")
+    print_table(HEADER, rows, _line, args.json, key="rows")
     return 0
 
 
