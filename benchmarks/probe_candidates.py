@@ -9,6 +9,16 @@ timed, not read back), and prints each one's seconds, its bound, or that it was
 stopped at ``--timeout`` seconds or does not apply.
 
     python benchmarks/probe_candidates.py snapping --draws 1e6 --timeout 60
+
+On an H200 (2026-11-27) the candidate was ``learned-mlp``: stopped at 45 s and at
+240 s, its counting program still compiling. ``--variants`` runs each candidate
+once per form of the MLP's score, each in its own process, ``--jobs`` at a time
+(see :data:`VARIANTS`): which form compiles on the accelerator, and whether each
+gives the same bound (it should: they compute the same numbers, up to rounding
+for ``dot``).
+
+    python benchmarks/probe_candidates.py snapping --candidates learned-mlp \\
+        --variants as-is,barrier,barrier-hidden,dot --jobs 4 --timeout 150
 """
 
 from __future__ import annotations
@@ -19,14 +29,69 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
+
+from mcdp.learning import _affine, _flat
+
 HERE = Path(__file__).resolve().parent
+
+
+def _barrier_mlp(y, scorer, parts=None):
+    """The MLP's score with its outputs materialised first: on a GPU, XLA expands an
+    optimization barrier only after fusion (on a CPU, before it), so the
+    mechanism's sampler is not fused into the hidden layer's reductions."""
+    y = jax.lax.optimization_barrier(y)
+    w1, b1, w2, b2 = scorer.weights
+    hidden = _affine(parts(y, scorer.basis), w1, scorer) + b1[None, :]
+    return jnp.sum(jnp.tanh(hidden) * w2[None, :], axis=-1) + b2
+
+
+def _barrier_hidden_mlp(y, scorer, parts=None):
+    """The hidden layer's values materialised before ``tanh`` and the output's sum."""
+    w1, b1, w2, b2 = scorer.weights
+    hidden = _affine(parts(y, scorer.basis), w1, scorer) + b1[None, :]
+    hidden = jax.lax.optimization_barrier(hidden)
+    return jnp.sum(jnp.tanh(hidden) * w2[None, :], axis=-1) + b2
+
+
+def _dot_mlp(y, scorer, parts=None):
+    """The hidden layer as one product of the standardised features (``_flat``)."""
+    w1, b1, w2, b2 = scorer.weights
+    z = (_flat(parts(y, scorer.basis)) - scorer.mean[None, :]) / scorer.scale[None, :]
+    hidden = z @ w1 + b1[None, :]
+    return jnp.sum(jnp.tanh(hidden) * w2[None, :], axis=-1) + b2
+
+
+# variant -> the body that replaces learning.score_mlp's (its __code__, so that every
+# reference to it, the partials of SCORES_BY_FEATURES included, runs the variant;
+# names resolve in mcdp.learning's globals)
+VARIANTS = {
+    "as-is": None,
+    "barrier": _barrier_mlp,
+    "barrier-hidden": _barrier_hidden_mlp,
+    "dot": _dot_mlp,
+}
+
+
+def apply_variant(name: str) -> None:
+    """Gives ``mcdp.learning.score_mlp`` the body of :data:`VARIANTS` ``[name]``."""
+    from mcdp import learning  # noqa: PLC0415
+
+    body = VARIANTS[name]
+    if body is not None:
+        learning.score_mlp.__code__ = body.__code__
+
 
 # one candidate in a fresh process: prints one JSON line
 _CHILD = """
 import json, sys, time
 sys.path.insert(0, {here!r})
+from probe_candidates import apply_variant
+apply_variant({variant!r})
 from bench_auto import _run
 from mcdp.attacks import auto_attack
 t0 = time.perf_counter()
@@ -42,8 +107,12 @@ else:
 """
 
 
-def probe(case: str, label: str, draws: int, timeout: float) -> dict:
-    code = _CHILD.format(here=str(HERE), case=case, label=label, draws=draws)
+def probe(
+    case: str, label: str, draws: int, timeout: float, variant: str = "as-is"
+) -> dict:
+    code = _CHILD.format(
+        here=str(HERE), case=case, label=label, draws=draws, variant=variant
+    )  # fmt: skip
     env = {**os.environ, "MCDP_COMPILATION_CACHE": "0"}
     t0 = time.perf_counter()
     try:
@@ -52,12 +121,14 @@ def probe(case: str, label: str, draws: int, timeout: float) -> dict:
             timeout=timeout, env=env,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        return {"label": label, "stopped_after": timeout}
+        return {"label": label, "variant": variant, "stopped_after": timeout}
     wall = time.perf_counter() - t0
     if done.returncode != 0:
-        return {"label": label, "error": done.stderr.strip().splitlines()[-1:]}
+        error = done.stderr.strip().splitlines()[-1:]
+        return {"label": label, "variant": variant, "error": error}
     return {
         "label": label,
+        "variant": variant,
         "wall_seconds": wall,
         **json.loads(done.stdout.splitlines()[-1]),
     }
@@ -73,13 +144,25 @@ def main(argv=None) -> int:
     parser.add_argument("--draws", type=parse_count, default=10**6)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--candidates", default=",".join(AUTO_CANDIDATES))
+    parser.add_argument("--variants", default="as-is", help=f"of {list(VARIANTS)}")
+    parser.add_argument("--jobs", type=int, default=1, help="processes at a time")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    rows = []
-    for label in args.candidates.split(","):
-        row = probe(args.case, label, args.draws, args.timeout)
-        rows.append(row)
+    variants = args.variants.split(",")
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        parser.error(f"--variants: {unknown} not among {list(VARIANTS)}")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    runs = [(label, v) for label in args.candidates.split(",") for v in variants]
+
+    def one(run):
+        row = probe(args.case, run[0], args.draws, args.timeout, run[1])
         print(json.dumps(row), flush=True)
+        return row
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(one, runs))
     if args.json:
         Path(args.json).write_text(json.dumps({"case": args.case, "results": rows}))
     return 0
