@@ -1,14 +1,47 @@
 """``benchmarks/probe_candidates.py`` runs one candidate per process and says which
-did not apply, which finished (with its bound) and which it stopped."""
+did not apply, which finished (with its bound) and which it stopped; its variants
+of the MLP's score compute the scores of the form in use."""
+
+import jax
+import numpy as np
+import pytest
 
 from conftest import load_benchmark
 
-probe = load_benchmark("probe_candidates").probe
+probe_candidates = load_benchmark("probe_candidates")
+probe = probe_candidates.probe
 
 
 def test_a_candidate_is_run_alone_or_said_not_to_apply_or_stopped():
     ran = probe("snapping", "majority", 2_000, timeout=300)
     assert ran["applies"] and ran["bound"] >= 0 and ran["seconds"] > 0
+    assert ran["variant"] == "as-is"
     assert probe("snapping", "lr", 2_000, timeout=300)["applies"] is False
     stopped = probe("snapping", "majority", 2_000, timeout=0.01)
-    assert stopped == {"label": "majority", "stopped_after": 0.01}
+    assert stopped == {"label": "majority", "variant": "as-is", "stopped_after": 0.01}
+
+
+@pytest.mark.parametrize(
+    "variant", ["barrier", "barrier-hidden", "barrier-score", "dot"]
+)
+def test_each_variant_of_the_mlp_gives_its_scores(variant):
+    """Each variant runs in place of ``score_mlp`` (its partials too), gives the
+    same scores up to rounding (``dot`` sums in another order), and ``"as-is"``
+    puts the form in use back."""
+    from mcdp import learning
+
+    rng = np.random.default_rng(0)
+    first, second = rng.laplace(size=(400, 2)), rng.laplace(1.0, size=(400, 2))
+    scorer = learning.fit(jax.random.key(0), first, second, model="mlp", steps=20)
+    score = learning.SCORES_BY_FEATURES["ramps"]["mlp"]  # a partial of score_mlp
+    y = jax.numpy.asarray(first)
+    before = np.asarray(score(y, scorer))
+    try:
+        probe_candidates.apply_variant(variant)
+        assert learning.score_mlp.__code__ is probe_candidates.VARIANTS[variant]
+        after = np.asarray(score(y, scorer))
+    finally:
+        probe_candidates.apply_variant("as-is")
+    assert learning.score_mlp.__code__ is probe_candidates.VARIANTS["as-is"]
+    rounding = 64 * np.finfo(before.dtype).eps
+    np.testing.assert_allclose(after, before, rtol=rounding, atol=rounding)
