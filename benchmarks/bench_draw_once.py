@@ -18,6 +18,10 @@ table).
 
     python benchmarks/bench_draw_once.py --cases numerical-svt,svt6,svt1 \\
         --draws 1e7 --json benchmarks/results/draw_once.json
+
+``--flag BATCH_ONCE`` compares the same way the blocks that the engine draws
+batched (the counting loop of most attacks) drawn where XLA fuses them and drawn
+once, in one ``cond`` per chunk (``mcdp.engines.device.BATCH_ONCE``).
 """
 
 from __future__ import annotations
@@ -36,11 +40,13 @@ from mcdp.engines import device  # noqa: E402
 FORMS = {"fused": False, "once": True}
 
 
-def bench_case(name: str, draws: int, seed: int) -> dict:
-    row: dict = {"case": name, "draws": draws, "seed": seed}
+FLAGS = ("DRAW_ONCE", "BATCH_ONCE")  # switches of mcdp.engines.device, default True
+
+
+def bench_case(name: str, draws: int, seed: int, flag: str = "DRAW_ONCE") -> dict:
+    row: dict = {"case": name, "draws": draws, "seed": seed, "flag": flag}
     runs = in_both_forms(
-        "DRAW_ONCE", name, "auto", draws, seed,
-        module=device, forms=FORMS, default=True,
+        flag, name, "auto", draws, seed, module=device, forms=FORMS, default=True,
     )  # fmt: skip
     return compared_row(row, runs, stage="selection draws")
 
@@ -72,10 +78,11 @@ def main() -> int:
     p.add_argument("--cases", default="numerical-svt,svt6,svt1")
     p.add_argument("--draws", type=parse_ints, default=[1_000_000])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--flag", choices=FLAGS, default="DRAW_ONCE")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     rows = (
-        bench_case(name, n, args.seed)
+        bench_case(name, n, args.seed, args.flag)
         for name in args.cases.split(",")
         for n in args.draws
     )

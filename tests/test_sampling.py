@@ -169,8 +169,8 @@ def test_x64_is_not_left_on_between_yields(key):
 
 def test_the_counting_loop_by_block_gives_the_batched_counts(monkeypatch):
     """The MLP's attack asks the counting loop to guess block by block on a CPU;
-    batched or by block, each block drawn once (in a cond) or not, an audit counts
-    the same."""
+    batched or by block, each block or each chunk's blocks drawn once (in a cond)
+    or not, an audit counts the same."""
     import mcdp
     from mcdp.attacks import learned_attack
     from mcdp.engines import device
@@ -178,9 +178,12 @@ def test_the_counting_loop_by_block_gives_the_batched_counts(monkeypatch):
     mlp = learned_attack(train_draws=5_000, select_draws=5_000, model="mlp")
     spec = mcdp.AuditSpec("laplace", 1.0, dim=3, delta=0.0, seed=3, attack=mlp)
     records = []
-    for flag, once in ((False, True), (True, False), (True, True)):
+    forms = ((False, True, False), (False, True, True), (True, False, False),
+             (True, True, False))  # fmt: skip
+    for flag, once, batch_once in forms:
         monkeypatch.setattr(device, "GUESS_BY_BLOCK", flag)
         monkeypatch.setattr(device, "DRAW_ONCE", once)
+        monkeypatch.setattr(device, "BATCH_ONCE", batch_once)
         records.append(mcdp.run(spec, mcdp.Draws(40_000)))
     for record in records[1:]:
         assert record.events == records[0].events
@@ -201,7 +204,8 @@ def test_only_the_mlp_asks_for_guesses_by_block():
 def test_a_transform_block_by_block_gives_the_batched_values(key, model):
     """The draws' transform (here a scorer, as the portfolio's selection draws have)
     runs block by block on a CPU, each block drawn once (in a cond), and batched
-    elsewhere: the same outputs, and their scores equal to rounding."""
+    elsewhere, or batched with the blocks drawn once: the same outputs, and their
+    scores equal to rounding."""
     from mcdp import learning
     from mcdp.engines.device import _draw_impl, _identity, _input_keys
 
@@ -211,7 +215,12 @@ def test_a_transform_block_by_block_gives_the_batched_values(key, model):
     keys = _input_keys(key, 2)
     xs = jax.numpy.asarray(_xs(d))
     common = dict(sample=m.sample, num_blocks=5)
-    forms = ((False, False), (True, False), (True, True))  # by block; drawn once
+    forms = (
+        (False, False),
+        (False, True),
+        (True, False),
+        (True, True),
+    )  # by block; once
     raw = [
         np.asarray(_draw_impl(keys, xs, params, 2, None, transform=_identity,
                               by_block=flag, once=once, **common))

@@ -56,8 +56,10 @@ TRANSFORM_BY_BLOCK: bool | None = None
 # (None: `Attack.by_block`, which the MLP scorer sets: 3.4x faster counting on the
 # 2-core CPU, where the other guesses ran 0.5-1.0x as fast by block;
 # benchmarks/bench_guess.py, before DRAW_ONCE; drawn once, some ran faster by
-# block, others slower: benchmarks/RESULTS.md, "Drawn once"). The counts are
-# integer sums either way, of the guesses of the same scores up to rounding.
+# block, others slower: benchmarks/RESULTS.md, "Drawn once"; batched and drawn
+# once, BATCH_ONCE, as fast as by block or faster on nine attacks of ten:
+# benchmarks/bench_batch_once.py). The counts are integer sums either way, of the
+# guesses of the same scores up to rounding.
 GUESS_BY_BLOCK: bool | None = None
 SMALL_CHUNK_BLOCKS = 16  # the chunk of runs of at most this many blocks per device
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
@@ -84,6 +86,17 @@ def chunk_blocks_for(dim: int, platform: str = "cpu") -> int:
 # (see _drawn), so that XLA computes them once; the same outputs either way.
 # Benchmarks switch it off to compare (benchmarks/bench_draw_once.py).
 DRAW_ONCE = True
+# Whether, on a CPU, the blocks that the engine draws batched (``vmap``) are drawn in
+# one cond per chunk and input (see _drawn_batched), so that XLA computes them
+# once; the same outputs either way. Counting at 1e7 draws on the 2-core CPU, the
+# default's attack on ten suite cases: 2.2-2.6x as fast where the sampler is dear
+# (numerical-svt, svt3, laplace-parallel, noisy-hist1), 1.3-1.9x for the learned
+# scorers, 0.69-0.84x where the outputs are cheap or already a reduction's
+# (report-noisy-max1 and 3, prefix-sum, rappor): 97 s against 193 s in all
+# (benchmarks/bench_batch_once.py). A transform (the selection draws) stays by
+# block: its scorers' products are faster so (svt1: 8.0 s by block, 38.7 s batched
+# once, 73.1 s batched).
+BATCH_ONCE = True
 # A block index that no run reaches (a run has at most 2^40 / BLOCK_DRAWS blocks).
 _NO_BLOCK = 0xFFFFFFFF
 
@@ -103,6 +116,20 @@ def _drawn(sample, key, batch, params, block, once: bool):
     if not once:  # never batched: under vmap a cond runs both branches
         return drawn()
     return jax.lax.cond(block != jnp.uint32(_NO_BLOCK), drawn, drawn)
+
+
+def _drawn_batched(sample, key, batch, params, blocks):
+    """The outputs of ``blocks`` (shape ``(len(blocks), BLOCK_DRAWS, ...)``), drawn
+    batched (``vmap``) inside a ``cond`` whose two branches both draw them, as
+    :func:`_drawn` does for one block: XLA computes them once, batched, and what
+    reads them reads memory. The cond must not itself be under ``vmap``."""
+
+    def drawn():
+        return jax.vmap(lambda b: sample(jax.random.fold_in(key, b), batch, params))(
+            blocks
+        )
+
+    return jax.lax.cond(blocks[0] != jnp.uint32(_NO_BLOCK), drawn, drawn)
 
 
 def _over(f, leaves, by_block: bool):
@@ -150,11 +177,15 @@ def _count_impl(
         row = jnp.arange(BLOCK_DRAWS, dtype=jnp.uint32)
         offsets = jnp.arange(chunk_blocks, dtype=jnp.uint32)
 
-        def block_counts(key, x, block):
-            batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
-            y = _drawn(sample, key, batch, params, block, once)
+        def guessed_counts(y, block):
             valid = (block < full) | ((block == full) & (row < remainder))
             return outcome_counts(attack.guess(y, aux), valid, attack.num_outcomes)
+
+        def block_counts(key, x, block):
+            batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
+            return guessed_counts(
+                _drawn(sample, key, batch, params, block, once), block
+            )
 
         def chunk_counts(c, counts):
             chunk = c.astype(jnp.uint32) * num_devices + device
@@ -162,10 +193,18 @@ def _count_impl(
 
             def per_input(key_x):
                 key, x = key_x
-                per_block = _over(lambda b: block_counts(key, x, b), blocks, by_block)
+                if once and not by_block:  # the chunk's blocks drawn batched, once
+                    batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
+                    ys = _drawn_batched(sample, key, batch, params, blocks)
+                    per_block = jax.vmap(guessed_counts)(ys, blocks)
+                else:
+                    per_block = _over(
+                        lambda b: block_counts(key, x, b), blocks, by_block
+                    )
                 return jnp.sum(per_block, axis=0, dtype=jnp.int32)
 
-            return counts + _over(per_input, (keys, xs), by_block)
+            # inputs one after another where a cond draws: never under vmap
+            return counts + _over(per_input, (keys, xs), by_block or once)
 
         init = jnp.zeros((xs.shape[0], attack.num_outcomes), dtype=jnp.int32)
         init = jax.lax.pcast(init, (MESH_AXIS,), to="varying")  # differs by device
@@ -303,7 +342,7 @@ class DeviceEngine:
                     chunk_blocks=chunk_blocks,
                     mesh=mesh,
                     by_block=by_block,
-                    once=by_block and DRAW_ONCE,
+                    once=DRAW_ONCE if by_block else BATCH_ONCE and platform == "cpu",
                 )
                 # replicated: this host's first copy is the sum over all devices
                 added = np.asarray(counts.addressable_data(0), dtype=np.int64)
@@ -330,12 +369,13 @@ class DeviceEngine:
             if by_block is None:
                 by_block = jax.default_backend() == "cpu"
             by_block = by_block and transform is not None
+            batch_once = BATCH_ONCE and jax.default_backend() == "cpu"
+            once = DRAW_ONCE if by_block else batch_once and transform is not None
             for first in range(0, total_blocks, count):
                 out = _draw_impl(
                     keys, xs_d, params_d, jnp.uint32(first), aux_d,
                     sample=job.mechanism.sample, transform=transform or _identity,
-                    num_blocks=count, by_block=by_block,
-                    once=by_block and DRAW_ONCE,
+                    num_blocks=count, by_block=by_block, once=once,
                 )  # fmt: skip
                 parts.append(np.asarray(out))
         return np.concatenate(parts, axis=1)[:, : job.num_draws]
@@ -367,7 +407,12 @@ def _draw_impl(
 
     def per_input(key_x):
         key, x = key_x
-        out = _over(lambda b: block(key, x, b), blocks, by_block)
+        if once and not by_block:  # the blocks drawn batched, once
+            batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
+            ys = _drawn_batched(sample, key, batch, params, blocks)
+            out = jax.vmap(lambda y: transform(y, aux))(ys)
+        else:
+            out = _over(lambda b: block(key, x, b), blocks, by_block)
         return out.reshape((num_blocks * BLOCK_DRAWS,) + out.shape[2:])
 
-    return _over(per_input, (keys, xs), by_block)
+    return _over(per_input, (keys, xs), by_block or once)
