@@ -93,9 +93,9 @@ DRAW_ONCE = True
 # (numerical-svt, svt3, laplace-parallel, noisy-hist1), 1.3-1.9x for the learned
 # scorers, 0.69-0.84x where the outputs are cheap or already a reduction's
 # (report-noisy-max1 and 3, prefix-sum, rappor): 104 s in all, against 206 s
-# batched and 118 s by block (benchmarks/bench_batch_once.py). A transform (the selection draws) stays by
-# block: its scorers' products are faster so (svt1: 8.0 s by block, 38.7 s batched
-# once, 73.1 s batched).
+# batched and 118 s by block (benchmarks/bench_batch_once.py). A transform (the
+# selection draws) stays by block: its scorers' products are faster so (svt1:
+# 8.0 s by block, 38.7 s batched once, 73.1 s batched).
 BATCH_ONCE = True
 # A block index that no run reaches (a run has at most 2^40 / BLOCK_DRAWS blocks).
 _NO_BLOCK = 0xFFFFFFFF
