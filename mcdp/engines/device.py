@@ -101,35 +101,56 @@ BATCH_ONCE = True
 _NO_BLOCK = 0xFFFFFFFF
 
 
+def _once(drawn, index):
+    """``drawn()`` inside a ``cond`` on ``index`` (a block's, never
+    :data:`_NO_BLOCK`) whose two branches both call it, so that XLA computes its
+    outputs once, whatever reads them. On a CPU it fuses an elementwise producer
+    into each reduction that reads it, and the default stream's Threefry rounds
+    with it: a guess or transform that reads the outputs in several reductions drew
+    them several times (``optimization_barrier`` is expanded away there). Never
+    under ``vmap``, where a cond runs both branches."""
+    return jax.lax.cond(index != jnp.uint32(_NO_BLOCK), drawn, drawn)
+
+
 def _drawn(sample, key, batch, params, block, once: bool):
-    """``sample(fold_in(key, block), batch, params)``; where ``once`` (the blocks go
-    one after another), inside a ``cond`` whose two branches both draw it, so that
-    XLA computes the outputs once, whatever reads them. On a CPU it fuses an
-    elementwise producer into each reduction that reads it, and the default
-    stream's Threefry rounds with it: a guess or transform that reads the outputs
-    in several reductions drew them several times (``optimization_barrier`` is
-    expanded away there). Either branch gives the same outputs."""
+    """``sample(fold_in(key, block), batch, params)``, drawn once where ``once``
+    (the blocks go one after another; :func:`_once`). Either way the same
+    outputs."""
 
     def drawn():
         return sample(jax.random.fold_in(key, block), batch, params)
 
-    if not once:  # never batched: under vmap a cond runs both branches
-        return drawn()
-    return jax.lax.cond(block != jnp.uint32(_NO_BLOCK), drawn, drawn)
+    return _once(drawn, block) if once else drawn()
 
 
 def _drawn_batched(sample, key, batch, params, blocks):
     """The outputs of ``blocks`` (shape ``(len(blocks), BLOCK_DRAWS, ...)``), drawn
-    batched (``vmap``) inside a ``cond`` whose two branches both draw them, as
-    :func:`_drawn` does for one block: XLA computes them once, batched, and what
-    reads them reads memory. The cond must not itself be under ``vmap``."""
+    batched (``vmap``) and once (:func:`_once`): what reads them reads memory."""
 
     def drawn():
-        return jax.vmap(lambda b: sample(jax.random.fold_in(key, b), batch, params))(
-            blocks
-        )
+        return jax.vmap(lambda b: _drawn(sample, key, batch, params, b, False))(blocks)
 
-    return jax.lax.cond(blocks[0] != jnp.uint32(_NO_BLOCK), drawn, drawn)
+    return _once(drawn, blocks[0])
+
+
+def _per_block(f, sample, key, x, params, blocks, by_block: bool, once: bool):
+    """``f(outputs of block b, b)`` for each of ``blocks`` of one input ``x``,
+    stacked: batched (``vmap``), one after another where ``by_block``, and each
+    block (by block) or all of them (batched) drawn once where ``once``."""
+    batch = jnp.broadcast_to(x, (BLOCK_DRAWS, x.shape[-1]))
+    if once and not by_block:
+        return jax.vmap(f)(_drawn_batched(sample, key, batch, params, blocks), blocks)
+
+    def one(b):
+        return f(_drawn(sample, key, batch, params, b, once), b)
+
+    return _over(one, blocks, by_block)
+
+
+def _once_on(platform: str, by_block: bool) -> bool:
+    """Whether blocks are drawn once: by block where :data:`DRAW_ONCE`, batched on
+    a CPU where :data:`BATCH_ONCE`."""
+    return DRAW_ONCE if by_block else BATCH_ONCE and platform == "cpu"
 
 
 def _over(f, leaves, by_block: bool):
@@ -169,7 +190,6 @@ def _count_impl(
     replicated on every device. The blocks are drawn and guessed batched, or one
     after another where ``by_block``, each drawn once where ``once`` (:func:`_drawn`).
     """
-    dim = xs.shape[-1]
     num_devices = mesh.size
 
     def per_device(keys, xs, params, first_block, num_chunks, full, remainder, aux):
@@ -181,26 +201,15 @@ def _count_impl(
             valid = (block < full) | ((block == full) & (row < remainder))
             return outcome_counts(attack.guess(y, aux), valid, attack.num_outcomes)
 
-        def block_counts(key, x, block):
-            batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
-            return guessed_counts(
-                _drawn(sample, key, batch, params, block, once), block
-            )
-
         def chunk_counts(c, counts):
             chunk = c.astype(jnp.uint32) * num_devices + device
             blocks = first_block + chunk * chunk_blocks + offsets
 
             def per_input(key_x):
                 key, x = key_x
-                if once and not by_block:  # the chunk's blocks drawn batched, once
-                    batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
-                    ys = _drawn_batched(sample, key, batch, params, blocks)
-                    per_block = jax.vmap(guessed_counts)(ys, blocks)
-                else:
-                    per_block = _over(
-                        lambda b: block_counts(key, x, b), blocks, by_block
-                    )
+                per_block = _per_block(
+                    guessed_counts, sample, key, x, params, blocks, by_block, once
+                )
                 return jnp.sum(per_block, axis=0, dtype=jnp.int32)
 
             # inputs one after another where a cond draws: never under vmap
@@ -342,7 +351,7 @@ class DeviceEngine:
                     chunk_blocks=chunk_blocks,
                     mesh=mesh,
                     by_block=by_block,
-                    once=DRAW_ONCE if by_block else BATCH_ONCE and platform == "cpu",
+                    once=_once_on(platform, by_block),
                 )
                 # replicated: this host's first copy is the sum over all devices
                 added = np.asarray(counts.addressable_data(0), dtype=np.int64)
@@ -369,8 +378,7 @@ class DeviceEngine:
             if by_block is None:
                 by_block = jax.default_backend() == "cpu"
             by_block = by_block and transform is not None
-            batch_once = BATCH_ONCE and jax.default_backend() == "cpu"
-            once = DRAW_ONCE if by_block else batch_once and transform is not None
+            once = _once_on(jax.default_backend(), by_block) and transform is not None
             for first in range(0, total_blocks, count):
                 out = _draw_impl(
                     keys, xs_d, params_d, jnp.uint32(first), aux_d,
@@ -398,21 +406,17 @@ def _draw_impl(
     ``first_block``: shape ``(num_inputs, num_blocks * BLOCK_DRAWS, ...)``; the
     blocks batched (``vmap``), or one after another where ``by_block``, each drawn
     once where ``once`` (:func:`_drawn`)."""
-    dim = xs.shape[-1]
     blocks = first_block + jnp.arange(num_blocks, dtype=jnp.uint32)
 
-    def block(key, x, b):
-        batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
-        return transform(_drawn(sample, key, batch, params, b, once), aux)
+    def transformed(y, b):
+        del b
+        return transform(y, aux)
 
     def per_input(key_x):
         key, x = key_x
-        if once and not by_block:  # the blocks drawn batched, once
-            batch = jnp.broadcast_to(x, (BLOCK_DRAWS, dim))
-            ys = _drawn_batched(sample, key, batch, params, blocks)
-            out = jax.vmap(lambda y: transform(y, aux))(ys)
-        else:
-            out = _over(lambda b: block(key, x, b), blocks, by_block)
+        out = _per_block(
+            transformed, sample, key, x, params, blocks, by_block, once
+        )  # fmt: skip
         return out.reshape((num_blocks * BLOCK_DRAWS,) + out.shape[2:])
 
     return _over(per_input, (keys, xs), by_block or once)
