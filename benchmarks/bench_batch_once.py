@@ -40,11 +40,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import parse_ints, print_table  # noqa: E402
-from bench_auto import _run  # noqa: E402
-from bench_selection import WARMUP_DRAWS, compared_row  # noqa: E402
+from bench_selection import compared_row, in_forms  # noqa: E402
 
 from mcdp.attacks import auto_attack  # noqa: E402
-from mcdp.engines import device  # noqa: E402
 
 # form -> the settings of mcdp.engines.device, for the counting loop and for the
 # selection draws' transform
@@ -59,23 +57,6 @@ SELECTION_FORMS = {
     "by block": {"TRANSFORM_BY_BLOCK": True, "BATCH_ONCE": False},
 }
 STAGE = "selection draws"
-
-
-def in_forms(forms: dict, name: str, attack, draws: int, seed: int) -> dict:
-    """``{form: (record, seconds)}``: the audit at each form's settings, each after
-    an untimed warm-up; the settings are restored after."""
-    saved = {flag: getattr(device, flag) for form in forms.values() for flag in form}
-    runs = {}
-    try:
-        for form, settings in forms.items():
-            for flag, value in settings.items():
-                setattr(device, flag, value)
-            _run(name, attack, WARMUP_DRAWS, seed + 1)
-            runs[form] = _run(name, attack, draws, seed)
-    finally:
-        for flag, value in saved.items():
-            setattr(device, flag, value)
-    return runs
 
 
 def _row(row: dict, runs: dict, stage: str | None) -> dict:

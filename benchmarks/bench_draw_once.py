@@ -46,7 +46,7 @@ FLAGS = ("DRAW_ONCE", "BATCH_ONCE")  # switches of mcdp.engines.device, default 
 def bench_case(name: str, draws: int, seed: int, flag: str = "DRAW_ONCE") -> dict:
     row: dict = {"case": name, "draws": draws, "seed": seed, "flag": flag}
     runs = in_both_forms(
-        flag, name, "auto", draws, seed, module=device, forms=FORMS, default=True,
+        flag, name, "auto", draws, seed, module=device, forms=FORMS,
     )  # fmt: skip
     return compared_row(row, runs, stage="selection draws")
 

@@ -40,7 +40,7 @@ def bench_case(name: str, draws: int, seed: int, alone: bool) -> dict:
     attack = attacks.auto_attack(candidates=("lr",)) if alone else "auto"
     runs = in_both_forms(
         "LOSS_MEMO", name, attack, draws, seed,
-        module=attacks, forms=FORMS, default=True,
+        module=attacks, forms=FORMS,
     )  # fmt: skip
     return compared_row(row, runs)
 

@@ -34,6 +34,25 @@ WARMUP_DRAWS = 100_000
 FORMS = {"batched": False, "by block": True}
 
 
+def in_forms(forms: dict, name: str, attack, draws: int, seed: int, *, module=device):
+    """``{form: (record, seconds)}``: the same audit at each form's settings of
+    ``module`` (``forms``: form -> ``{flag: value}``), each after an untimed warm-up
+    at :data:`WARMUP_DRAWS` (seed + 1, that form's compiles); every flag is left as
+    it was."""
+    saved = {flag: getattr(module, flag) for form in forms.values() for flag in form}
+    runs = {}
+    try:
+        for form, settings in forms.items():
+            for flag, value in settings.items():
+                setattr(module, flag, value)
+            _run(name, attack, WARMUP_DRAWS, seed + 1)
+            runs[form] = _run(name, attack, draws, seed)
+    finally:
+        for flag, value in saved.items():
+            setattr(module, flag, value)
+    return runs
+
+
 def in_both_forms(
     flag: str,
     name: str,
@@ -43,21 +62,11 @@ def in_both_forms(
     *,
     module=device,
     forms: dict = FORMS,
-    default=None,
 ) -> dict:
-    """The same audit with ``module``'s ``flag`` (by default a by-block setting of
-    ``mcdp.engines.device``) at each value of ``forms``, each after an untimed
-    warm-up at :data:`WARMUP_DRAWS` (seed + 1, that form's compiles): ``{form:
-    (record, seconds)}``; the flag is left at ``default``."""
-    runs = {}
-    try:
-        for form, value in forms.items():
-            setattr(module, flag, value)
-            _run(name, attack, WARMUP_DRAWS, seed + 1)
-            runs[form] = _run(name, attack, draws, seed)
-    finally:
-        setattr(module, flag, default)
-    return runs
+    """:func:`in_forms` with ``module``'s one ``flag`` (by default a by-block
+    setting of ``mcdp.engines.device``) at each value of ``forms``."""
+    settings = {form: {flag: value} for form, value in forms.items()}
+    return in_forms(settings, name, attack, draws, seed, module=module)
 
 
 def compared_row(row: dict, runs: dict, stage: str | None = None) -> dict:
