@@ -5,6 +5,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DRAWS  ?= 1e7
+# test workers (pytest-xdist): one per logical core, at most MAXJOBS; JOBS=0 runs
+# the tests in this process
+JOBS    ?= logical
+MAXJOBS ?= 8
+PYTEST  := $(BIN)/python -m pytest -n $(JOBS) --maxprocesses=$(MAXJOBS)
 
 .PHONY: install install-gpu install-libs test test-slow test-all test-libs lint figures grid bench libraries clean
 
@@ -25,17 +30,17 @@ install-libs: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test,audit-libs]'
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow tests
+	$(PYTEST) -m slow tests
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -m '' tests README.md
+	$(PYTEST) -m '' tests README.md
 
 # the audits of DP libraries (slow ones included), with the libraries installed
 test-libs: install-libs
-	$(BIN)/python -m pytest -m audit_libs tests
+	$(PYTEST) -m audit_libs tests
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check mcdp tests benchmarks
