@@ -18,6 +18,9 @@ from scipy import integrate, stats
 
 from mcdp import sampling
 
+# pytest-xdist's workers (``make test``) share one accelerator: none may take most of
+# its memory up front, as JAX does by default. No backend exists yet at this point.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 jax.config.update("jax_numpy_rank_promotion", "raise")
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 
