@@ -16,11 +16,18 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from mcdp import sampling
+from mcdp import _compilation_cache, sampling
 
 # pytest-xdist's workers (``make test``) share one accelerator: none may take most of
 # its memory up front, as JAX does by default. No backend exists yet at this point.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# ... and each worker its own compilation cache: JAX writes an entry in place, so a
+# worker could read another's entry half written (a warning, an error here)
+if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("MCDP_CACHE_DIR"):
+    _worker_cache = f"jax-{os.environ['PYTEST_XDIST_WORKER']}"
+    os.environ["MCDP_CACHE_DIR"] = str(
+        _compilation_cache.cache_dir().with_name(_worker_cache)
+    )
 jax.config.update("jax_numpy_rank_promotion", "raise")
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 
