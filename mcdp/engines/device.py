@@ -188,7 +188,9 @@ def _count_impl(
     index ``>= num_draws`` (``num_draws_blocks`` full blocks plus ``remainder`` rows)
     are masked out. Returns int32 counts of shape ``(num_inputs, num_outcomes)``,
     replicated on every device. The blocks are drawn and guessed batched, or one
-    after another where ``by_block``, each drawn once where ``once`` (:func:`_drawn`).
+    after another where ``by_block``, each block (by block) or each chunk's blocks
+    of an input (batched, the inputs then one after another) drawn once where
+    ``once`` (:func:`_per_block`).
     """
     num_devices = mesh.size
 
@@ -404,8 +406,8 @@ def _draw_impl(
 ):  # fmt: skip
     """``transform(sample(...), aux)`` of ``num_blocks`` blocks per input from
     ``first_block``: shape ``(num_inputs, num_blocks * BLOCK_DRAWS, ...)``; the
-    blocks batched (``vmap``), or one after another where ``by_block``, each drawn
-    once where ``once`` (:func:`_drawn`)."""
+    blocks batched (``vmap``), or one after another where ``by_block``, drawn once
+    where ``once``, by block or all of an input's at once (:func:`_per_block`)."""
     blocks = first_block + jnp.arange(num_blocks, dtype=jnp.uint32)
 
     def transformed(y, b):
