@@ -281,6 +281,30 @@ def test_scores_are_the_trained_models_on_the_standardised_features(model, featu
     np.testing.assert_allclose(np.asarray(score), expected, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("by_block", [True, False])
+def test_both_forms_of_the_hidden_layer_are_the_product_to_float32_rounding(by_block):
+    """The MLP's hidden layer summed by block (the CPU's form) and as one product
+    (the other backends'), in float32, equal the float64 product of the
+    standardised features within the forward error of a float32 sum of F terms,
+    4 F u of the terms' magnitudes: a product at lower precision (a GPU's TF32,
+    u = 2^-11) would not."""
+    y = _mixed(np.random.default_rng(7), 4000).astype(np.float32)
+    scorer = learning.fit(
+        cell_key(0, "fit"), y[:2000], y[2000:] + 0.5, model="mlp", steps=20
+    )
+    parts = learning.feature_parts(jax.numpy.asarray(y), scorer.basis)
+    w1 = scorer.weights[0]
+    assert w1.dtype == np.float32
+    hidden = np.asarray(learning._mlp_hidden(parts, w1, scorer, by_block))
+    phi = np.asarray(learning.features(y, scorer.basis), np.float64)
+    mean = np.asarray(scorer.mean, np.float64)
+    w = np.asarray(w1, np.float64) / np.asarray(scorer.scale, np.float64)[:, None]
+    expected = (phi - mean) @ w
+    magnitude = (np.abs(phi) + np.abs(mean)) @ np.abs(w)
+    bound = 4 * phi.shape[1] * np.finfo(np.float32).eps * magnitude
+    assert np.all(np.abs(hidden - expected) <= bound)
+
+
 def test_select_thresholds_skips_near_events_by_the_given_factor():
     """Two events of a discrete score, {s >= 4} (ratio 2.5) and {s >= 3} (1.9),
     whose pooled tail masses are 1.88x apart: the default factor 2 keeps only
