@@ -71,6 +71,7 @@ def test_auto_catches_the_textbook_float_laplace_like_float_support():
     assert auto.selection[auto.attack] == max(auto.selection.values())
 
 
+@pytest.mark.slow
 def test_the_scorer_at_the_inputs_joins_where_outputs_vary_and_inputs_are_few():
     """``learned-inputs`` (asked for: not a default) needs a continuous output
     (numerical-svt's answers, not svt1's codes) and a pair of at most
@@ -134,6 +135,7 @@ def test_auto_adds_the_majority_vote_for_discrete_outputs():
     assert sum(r.attack_stages.values()) <= r.attack_seconds + 1e-3
 
 
+@pytest.mark.slow
 def test_the_exact_loss_of_few_values_is_judged_as_a_discrete_scorer():
     """svt1's patterns take ten values of the exact loss. On the first half of the
     selection draws its events are ranked at their rates, as the histogram's are:
@@ -224,6 +226,7 @@ def _check_the_memo_of_svt1():
         assert np.isfinite(got).all()
 
 
+@pytest.mark.slow
 def test_the_loss_memo_changes_no_count(monkeypatch):
     """The default audit of svt1 and svt6 (their exact loss alone, whose memo holds
     every pattern their training draws took: 11 and 1,024) gives the same record with

@@ -12,6 +12,7 @@ probe_candidates = load_benchmark("probe_candidates")
 probe = probe_candidates.probe
 
 
+@pytest.mark.slow
 def test_a_candidate_is_run_alone_or_said_not_to_apply_or_stopped():
     ran = probe("snapping", "majority", 2_000, timeout=300)
     assert ran["applies"] and ran["bound"] >= 0 and ran["seconds"] > 0

@@ -200,7 +200,9 @@ def test_only_the_mlp_asks_for_guesses_by_block():
     assert not MAJORITY_VOTE.by_block
 
 
-@pytest.mark.parametrize("model", ["logistic", "mlp"])
+@pytest.mark.parametrize(
+    "model", [pytest.param("logistic", marks=pytest.mark.slow), "mlp"]
+)
 def test_a_transform_block_by_block_gives_the_batched_values(key, model):
     """The draws' transform (here a scorer, as the portfolio's selection draws have)
     runs block by block on a CPU, each block drawn once (in a cond), and batched
