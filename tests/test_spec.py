@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import mcdp
+from mcdp.attacks import auto_attack
 from mcdp.cli import main
 from mcdp.engines.device import DeviceEngine
 from mcdp.engines.host import HostEngine
@@ -61,9 +62,14 @@ def test_a_pair_fixes_dim_and_makes_an_epsilon_delta_audit():
     assert (
         spec.plan.dim == 3 and not spec.sanity_check and spec.plan.pair_name == "custom"
     )
-    result = mcdp.run(spec, mcdp.Draws(5_000))
+    # the default attack is the portfolio: it names its winner and every score (here
+    # on 5,000 training and selection draws rather than their floor of 1e5)
+    assert spec.plan.attack.name == "auto"
+    small = auto_attack(train_draws=5_000, select_draws=5_000)
+    result = mcdp.run(
+        mcdp.AuditSpec("laplace", 1.0, pair=pair, attack=small), mcdp.Draws(5_000)
+    )
     assert result.dim == 3 and result.delta_claimed == 0.0
-    # the default attack is the portfolio: it names its winner and every score
     assert result.selection is not None and result.attack in result.selection
     assert result.selection[result.attack] == max(result.selection.values())
     # a suite case knows its length
