@@ -681,7 +681,7 @@ def test_exact_loss_is_symmetric_in_the_pair(name):
         ("noisy-hist2", "one-above", "lr"),
         ("report-noisy-max3", "all-above-all-below", "majority"),
         ("svt5", "one-above", "majority"),
-        # 28 s on a cold compilation cache against the others' 3-5 s: the slow target
+        # 28 s on a cold compilation cache against the others' 1-4 s: the slow target
         pytest.param("svt34-parallel", "half-half", "majority", marks=pytest.mark.slow),
         ("prefix-sum", "one-above-rest-below", "lr"),
     ],
