@@ -280,8 +280,9 @@ class Scorer(NamedTuple):
     basis: Basis
 
 
-def _standardized(y: Array, scorer: Scorer, featurize) -> Array:
-    return (featurize(y, scorer.basis) - scorer.mean[None, :]) / scorer.scale[None, :]
+def _standardized(phi: Array, scorer: Scorer) -> Array:
+    """Features ``(n, F)`` centred and scaled as the scorer was trained."""
+    return (phi - scorer.mean[None, :]) / scorer.scale[None, :]
 
 
 def _logistic_head(z: Array, weights: Any) -> Array:
@@ -334,7 +335,7 @@ def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer, by_block: bo
     candidate's whole audit at 1e6 draws (benchmarks/RESULTS.md)."""
     if by_block:
         return _affine(parts, w, scorer)
-    z = (_flat(parts) - scorer.mean[None, :]) / scorer.scale[None, :]
+    z = _standardized(_flat(parts), scorer)
     return jnp.dot(z, w, precision=jax.lax.Precision.HIGHEST)
 
 
@@ -486,7 +487,7 @@ def _train(
     y, labels = y[: blocks * batch], labels[: blocks * batch]
 
     def standardized(y):
-        return _standardized(y, Scorer(mean, scale, None, basis), featurize)
+        return _standardized(featurize(y, basis), Scorer(mean, scale, None, basis))
 
     width = mean.shape[0]
     cached = y.shape[0] * width <= FEATURE_SCALARS
