@@ -879,10 +879,11 @@ class _Candidate(NamedTuple):
 
 
 def _portfolio_values(y, aux, *, fns):
+    """Each candidate's values of ``y``, one array each: on the host each is then
+    contiguous, where a last axis over the candidates would leave every candidate's
+    values a strided column, several times slower to sort, count and compare."""
     dtype = jnp.result_type(float)
-    return jnp.stack(
-        [fn(y, a).astype(dtype) for fn, a in zip(fns, aux, strict=True)], axis=-1
-    )
+    return tuple(fn(y, a).astype(dtype) for fn, a in zip(fns, aux, strict=True))
 
 
 @functools.cache
@@ -1082,22 +1083,22 @@ def _portfolio_choice(
         transform=_values_transform(fns), aux=tuple(c.aux for c in candidates),
         engine=engine,
     )  # fmt: skip
-    watch.lap("selection draws", values)
+    watch.lap("selection draws", values)  # (2, select_draws) per candidate
     draws, confidence = max(context.draws, 1), context.confidence
     # The scorers choose their thresholds on the first half of the selection draws;
     # every candidate is judged on the second half, so that a scorer's promise is
     # not that of thresholds fitted to the very draws that judge them (the
     # winner's curse of rare events).
-    half = values.shape[1] // 2
-    n = values.shape[1] - half
+    half = values[0].shape[1] // 2
+    n = values[0].shape[1] - half
     select = functools.partial(
         learning.select_thresholds, draws=draws, confidence=confidence,
         max_events=settings.max_events, epsilon=context.epsilon, delta=context.delta,
     )  # fmt: skip
     counts, choices = [], []  # choices: how each scorer chooses its final events
     for j, candidate in enumerate(candidates):
-        judged = values[:, half:, j]
-        few = candidate.attack is None and _few_values(values[:, :half, j])
+        judged = values[j][:, half:]
+        few = candidate.attack is None and _few_values(values[j][:, :half])
         if candidate.label == "lr":  # a hair below the loss's atoms
             choices.append(dict(adjust=functools.partial(_below_atoms, dtype=dtype)))
         elif few:
@@ -1110,7 +1111,7 @@ def _portfolio_choice(
             # wins, come from its weighted masses instead)
             first_half = {**choices[j], **DISCRETE_CHOICE} if few else choices[j]
             chosen = select(
-                values[0, :half, j], values[1, :half, j], **first_half
+                values[j][0, :half], values[j][1, :half], **first_half
             ).thresholds
             at_least = [
                 np.array([np.count_nonzero(v >= t) for t in chosen]) for v in judged
@@ -1147,7 +1148,7 @@ def _portfolio_choice(
     # promise most for on the judged half, as every candidate was judged.
     exact = dict(exact_loss=True) if winner.label == "lr" else {}
     thresholds = select(
-        values[0, :, best], values[1, :, best], **choices[best], **exact
+        values[best][0], values[best][1], **choices[best], **exact
     ).thresholds
     if winner.label == "lr":
         attack = Attack(

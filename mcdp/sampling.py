@@ -201,10 +201,10 @@ def draw(
     num_draws: int,
     *,
     dtype: str = "float64",
-    transform: Callable[[Array, Any], Array] | None = None,
+    transform: Callable[[Array, Any], Any] | None = None,
     aux: Any = None,
     engine: Engine | None = None,
-) -> np.ndarray:
+) -> Any:
     """``num_draws`` outputs of ``mechanism`` on every row of ``xs``, to the host.
 
     The draws of input ``i`` come from the blocks of ``fold_in(key, i)``, as in
@@ -212,10 +212,14 @@ def draw(
     count, so an attack that learns from them must use a key of its own (see
     :data:`mcdp.running.ATTACK_KEY_TAG`). ``transform(y, aux)`` maps each block of
     outputs on the device (a score, say), so only what it returns reaches the host;
-    it must be a module-level function (it is a static argument).
+    it must be a module-level function (it is a static argument). It may return a
+    tuple (or another pytree) of arrays: each then reaches the host as an array of
+    its own, contiguous, where one array with a last axis over them would leave
+    each a strided column (the portfolio's candidates' values).
 
     Returns:
-      An array of shape ``(num_inputs, num_draws, ...)``.
+      An array of shape ``(num_inputs, num_draws, ...)``, or the tree of such
+      arrays that ``transform`` returns.
     """
     job = _job(key, mechanism, None, xs, params, num_draws, dtype, aux)
     engine = engine or default_engine(mechanism)

@@ -172,6 +172,31 @@ def test_the_counts_are_those_of_the_drawn_outputs():
     assert not np.any(other[:, :, 0] == outputs[:, :1000, 0])
 
 
+def _columns(y, aux):
+    """A tuple transform: each coordinate plus ``aux``, an array of its own."""
+    return y[:, 0] + aux, y[:, 1] + aux
+
+
+@pytest.mark.parametrize(
+    "mechanism", [MECH, mcdp.get_mechanism("laplace")], ids=["host", "device"]
+)
+def test_a_tuple_transform_gives_each_array_whole_and_contiguous(mechanism):
+    """A transform that returns a tuple (the portfolio's candidates' values) gives
+    a tuple of arrays, each of every draw of both inputs, contiguous: the
+    columns of the untransformed draws, on the host engine (ragged blocks) and on
+    the device engine alike."""
+    key = sampling.key(SEED)
+    params = None if mechanism is MECH else mechanism.calibrate_sanity_check(1.0, 2)
+    outputs = sampling.draw(key, mechanism, PAIR, params, DRAWS)
+    both = sampling.draw(
+        key, mechanism, PAIR, params, DRAWS, transform=_columns, aux=np.float64(2.0)
+    )
+    assert isinstance(both, tuple) and len(both) == 2
+    for j, values in enumerate(both):
+        assert values.shape == (2, DRAWS) and values.flags.c_contiguous
+        np.testing.assert_array_equal(values, outputs[:, :, j] + 2.0)
+
+
 def test_outputs_follow_the_callable():
     """The first host block of input i is fn(generator of (i, 0), x_i, n)."""
     key = sampling.key(SEED)

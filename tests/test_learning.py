@@ -432,6 +432,25 @@ def test_loss_weighted_counts_are_unbiased_within_their_spread():
     assert checked >= 20
 
 
+def test_loss_weighted_counts_weigh_each_run_of_equal_losses_once_to_the_bit(
+    monkeypatch,
+):
+    """The binomial pair's losses take a few dozen values: their weights, computed
+    once per run of equal losses and repeated, give the counts of every value
+    weighed on its own, bit for bit (so no choice of thresholds moves). Continuous
+    losses (a run per value) take the elementwise path."""
+    first, second, _, _, loss = _binomial_pair(30_000, 20_000, seed=5)
+    thresholds = np.sort(loss) - 1e-9
+    assert learning._runs(first[::-1]) is not None
+    by_runs = learning.loss_weighted_counts(first, second, thresholds)
+    monkeypatch.setattr(learning, "_runs", lambda ordered: None)
+    by_value = learning.loss_weighted_counts(first, second, thresholds)
+    for k_runs, k_value in zip(by_runs, by_value, strict=True):
+        assert np.array_equal(k_runs, k_value)
+    monkeypatch.undo()
+    assert learning._runs(np.sort(np.random.default_rng(0).normal(size=1000))) is None
+
+
 def test_loss_weighted_counts_of_float32_scores_are_summed_in_float64():
     """float32 scores of an exact loss are weighed and summed in float64: their
     weighted counts are those of the same values in float64, to the last few bits

@@ -69,11 +69,13 @@ class Engine(Protocol):
     def draw(
         self,
         job: CountJob,
-        transform: Callable[[Array, Any], Array] | None,
-    ) -> np.ndarray:
+        transform: Callable[[Array, Any], Any] | None,
+    ) -> Any:
         """The first ``job.num_draws`` outputs of every input, mapped by
         ``transform(y, job.aux)`` where given (``job.attack`` is not used): shape
-        ``(num_inputs, num_draws, ...)``."""
+        ``(num_inputs, num_draws, ...)``; where ``transform`` returns a tuple (or
+        another pytree) of arrays, the same tree of such arrays, each contiguous
+        (the portfolio's candidates each have theirs)."""
         ...
 
 

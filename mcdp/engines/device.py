@@ -360,9 +360,7 @@ class DeviceEngine:
             block += chunks * num_devices * chunk_blocks
             yield min(block * BLOCK_DRAWS, job.num_draws), added
 
-    def draw(
-        self, job: CountJob, transform: Callable[[Array, Any], Array] | None
-    ) -> np.ndarray:
+    def draw(self, job: CountJob, transform: Callable[[Array, Any], Any] | None) -> Any:
         num_inputs, dim = job.xs.shape
         total_blocks = -(-job.num_draws // BLOCK_DRAWS)
         per_call = max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))  # blocks per call
@@ -387,8 +385,11 @@ class DeviceEngine:
                     sample=job.mechanism.sample, transform=transform or _identity,
                     num_blocks=count, by_block=by_block, once=once,
                 )  # fmt: skip
-                parts.append(np.asarray(out))
-        return np.concatenate(parts, axis=1)[:, : job.num_draws]
+                # the rows past the end cut off from each part: the whole is then
+                # one contiguous array (per leaf)
+                keep = min(count * BLOCK_DRAWS, job.num_draws - first * BLOCK_DRAWS)
+                parts.append(jax.tree.map(lambda v, k=keep: np.asarray(v)[:, :k], out))
+        return jax.tree.map(lambda *leaves: np.concatenate(leaves, axis=1), *parts)
 
 
 def _identity(y, aux):
@@ -405,7 +406,8 @@ def _draw_impl(
     by_block=False, once=False,
 ):  # fmt: skip
     """``transform(sample(...), aux)`` of ``num_blocks`` blocks per input from
-    ``first_block``: shape ``(num_inputs, num_blocks * BLOCK_DRAWS, ...)``; the
+    ``first_block``: shape ``(num_inputs, num_blocks * BLOCK_DRAWS, ...)`` (each
+    array's, where ``transform`` returns a tuple or other pytree of arrays); the
     blocks batched (``vmap``), or one after another where ``by_block``, drawn once
     where ``once``, by block or all of an input's at once (:func:`_per_block`)."""
     blocks = first_block + jnp.arange(num_blocks, dtype=jnp.uint32)
@@ -419,6 +421,8 @@ def _draw_impl(
         out = _per_block(
             transformed, sample, key, x, params, blocks, by_block, once
         )  # fmt: skip
-        return out.reshape((num_blocks * BLOCK_DRAWS,) + out.shape[2:])
+        return jax.tree.map(
+            lambda v: v.reshape((num_blocks * BLOCK_DRAWS,) + v.shape[2:]), out
+        )
 
     return _over(per_input, (keys, xs), by_block or once)

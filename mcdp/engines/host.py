@@ -499,15 +499,15 @@ class HostEngine:
         if pending is not None:
             yield pending[0], _collect(pending[1])
 
-    def draw(self, job: CountJob, transform) -> np.ndarray:
+    def draw(self, job: CountJob, transform) -> Any:
         """The first ``job.num_draws`` outputs of every input, from the host blocks
         of ``job.key``, mapped by ``transform(y, job.aux)`` on the device where
-        given."""
+        given (a pytree of arrays where it returns one)."""
         n = HOST_BLOCK_DRAWS
         mechanism = job.mechanism
         stop = -(-job.num_draws // n)
         per_task = _per_task(input_width(job.xs), 0, stop, self.task_scalars)
-        parts: list[list[np.ndarray]] = [[] for _ in range(len(job.xs))]
+        parts: list[list[Any]] = [[] for _ in range(len(job.xs))]
         x64 = job.dtype == "float64"
         with jax.enable_x64(x64):
             aux_d = device_tree(job.aux, job.dtype)
@@ -521,6 +521,11 @@ class HostEngine:
                 y, width = _rows(out, per_task * n, width, mechanism.name)
                 if transform is not None:  # padded to one shape: one compile
                     with jax.enable_x64(x64):
-                        y = np.asarray(_transform_rows(y, aux_d, transform=transform))
-                parts[i].append(y[: count * n])
-        return np.stack([np.concatenate(p)[: job.num_draws] for p in parts])
+                        y = _transform_rows(y, aux_d, transform=transform)
+                rows = count * n
+                parts[i].append(jax.tree.map(lambda v, r=rows: np.asarray(v)[:r], y))
+        per_input = [
+            jax.tree.map(lambda *p: np.concatenate(p)[: job.num_draws], *chunks)
+            for chunks in parts
+        ]
+        return jax.tree.map(lambda *inputs: np.stack(inputs), *per_input)
