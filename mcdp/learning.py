@@ -280,9 +280,10 @@ class Scorer(NamedTuple):
     basis: Basis
 
 
-def _standardized(phi: Array, scorer: Scorer) -> Array:
-    """Features ``(n, F)`` centred and scaled as the scorer was trained."""
-    return (phi - scorer.mean[None, :]) / scorer.scale[None, :]
+def _standardized(phi: Array, mean: Array, scale: Array) -> Array:
+    """Features ``(n, F)`` centred by ``mean`` and divided by ``scale`` (a scorer's,
+    as it was trained)."""
+    return (phi - mean[None, :]) / scale[None, :]
 
 
 def _logistic_head(z: Array, weights: Any) -> Array:
@@ -335,7 +336,7 @@ def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer, by_block: bo
     candidate's whole audit at 1e6 draws (benchmarks/RESULTS.md)."""
     if by_block:
         return _affine(parts, w, scorer)
-    z = _standardized(_flat(parts), scorer)
+    z = _standardized(_flat(parts), scorer.mean, scorer.scale)
     return jnp.dot(z, w, precision=jax.lax.Precision.HIGHEST)
 
 
@@ -487,7 +488,7 @@ def _train(
     y, labels = y[: blocks * batch], labels[: blocks * batch]
 
     def standardized(y):
-        return _standardized(featurize(y, basis), Scorer(mean, scale, None, basis))
+        return _standardized(featurize(y, basis), mean, scale)
 
     width = mean.shape[0]
     cached = y.shape[0] * width <= FEATURE_SCALARS
