@@ -104,6 +104,38 @@ def test_new_keys_params_and_draws_do_not_retrace(key):
     assert len(traces) == 1
 
 
+def test_draws_of_one_bracket_of_blocks_share_one_program(key):
+    """``draw`` compiles for its blocks per call (:func:`call_blocks`), not for the
+    draws: sizes between the same powers of two of blocks, and all sizes of a
+    call or more (the selection draws of audits at 1e7 and at 1e8), trace the
+    sampler once each, and each is a prefix of the larger draws of its key."""
+    from mcdp.engines.device import CHUNK_SCALARS
+    from mcdp.sampling import draw
+
+    traces = []
+    laplace = get_mechanism("laplace")
+
+    def counting_sample(k, x, p):
+        traces.append(1)
+        return laplace.sample(k, x, p)
+
+    m = Mechanism(
+        "counting", counting_sample, laplace.calibrate_sanity_check, None, "epsilon-DP"
+    )
+    per_call = CHUNK_SCALARS // BLOCK_DRAWS  # blocks of one scalar per call
+    sizes = (
+        3 * BLOCK_DRAWS + 1,  # 4 blocks
+        4 * BLOCK_DRAWS,
+        (per_call - 47) * BLOCK_DRAWS,  # 977 on a CPU, as at 1e6
+        (per_call + per_call // 2) * BLOCK_DRAWS + 5,
+    )
+    params = m.calibrate_sanity_check(1.0, 1)
+    outputs = [draw(key, m, _xs(1), params, n, dtype="float32") for n in sizes]
+    assert len(traces) == 2
+    for small in outputs[:-1]:
+        np.testing.assert_array_equal(small, outputs[-1][:, : small.shape[1]])
+
+
 def test_a_resumed_run_counts_as_one_run(key):
     """Going on from a stored Progress (another chunk size too) gives the counts of
     one run of the total, so later rounds reuse what is counted."""
