@@ -78,17 +78,22 @@ def test_a_prefix_of_draws_is_a_prefix_of_blocks(key):
     np.testing.assert_array_equal(steps[1].counts, fresh)
 
 
-def test_new_keys_params_and_draws_do_not_retrace(key):
-    traces = []
+def _tracing_laplace(traces: list) -> Mechanism:
+    """Laplace whose sampler appends to ``traces`` each time JAX traces it."""
     laplace = get_mechanism("laplace")
 
     def counting_sample(k, x, p):
         traces.append(1)
         return laplace.sample(k, x, p)
 
-    m = Mechanism(
+    return Mechanism(
         "counting", counting_sample, laplace.calibrate_sanity_check, None, "epsilon-DP"
     )
+
+
+def test_new_keys_params_and_draws_do_not_retrace(key):
+    traces = []
+    m = _tracing_laplace(traces)
     _count_impl.clear_cache()
     for i, (eps, draws) in enumerate(
         [(1.0, 5000), (2.0, 9000), (0.3, 3 * BLOCK_DRAWS)]
@@ -113,20 +118,12 @@ def test_draws_of_one_bracket_of_blocks_share_one_program(key):
     from mcdp.sampling import draw
 
     traces = []
-    laplace = get_mechanism("laplace")
-
-    def counting_sample(k, x, p):
-        traces.append(1)
-        return laplace.sample(k, x, p)
-
-    m = Mechanism(
-        "counting", counting_sample, laplace.calibrate_sanity_check, None, "epsilon-DP"
-    )
+    m = _tracing_laplace(traces)
     per_call = CHUNK_SCALARS // BLOCK_DRAWS  # blocks of one scalar per call
     sizes = (
         3 * BLOCK_DRAWS + 1,  # 4 blocks
         4 * BLOCK_DRAWS,
-        (per_call - 47) * BLOCK_DRAWS,  # 977 on a CPU, as at 1e6
+        (per_call - 47) * BLOCK_DRAWS,  # 977: an audit's selection at 1e7
         (per_call + per_call // 2) * BLOCK_DRAWS + 5,
     )
     params = m.calibrate_sanity_check(1.0, 1)

@@ -408,8 +408,9 @@ def _fill(whole: Any, out: Any, start: int, num_draws: int) -> None:
     and freed once copied, so that the host reuses its memory, where keeping the
     parts to concatenate them at the end wrote every value to fresh memory twice.
     On an H200 the seven arrays of ``truncated-geometric``'s selection draws (2 x
-    1e7 values each) came to the host in 0.71-0.87 s, against 1.24-1.29 s so
-    (benchmarks/RESULTS.md, "the selection draws on the host")."""
+    1e7 values each) came to the host in 0.71-0.87 s, against 1.24-1.29 s with
+    the parts concatenated (benchmarks/RESULTS.md, "GPU: the three misses of
+    target 5 again, and the selection draws on the host")."""
 
     def one(w, v):
         stop = min(start + v.shape[1], num_draws)
