@@ -38,8 +38,10 @@ Registered attacks (``ATTACKS``, :func:`get_attack`):
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -1095,21 +1097,22 @@ def _portfolio_choice(
         learning.select_thresholds, draws=draws, confidence=confidence,
         max_events=settings.max_events, epsilon=context.epsilon, delta=context.delta,
     )  # fmt: skip
-    counts, choices = [], []  # choices: how each scorer chooses its final events
-    for j, candidate in enumerate(candidates):
-        judged = values[j][:, half:]
+
+    def judge(j: int) -> tuple[dict, tuple]:
+        """How candidate ``j`` chooses its final events, and its judged counts."""
+        candidate, judged = candidates[j], values[j][:, half:]
         few = candidate.attack is None and _few_values(values[j][:, :half])
         if candidate.label == "lr":  # a hair below the loss's atoms
-            choices.append(dict(adjust=functools.partial(_below_atoms, dtype=dtype)))
+            choice = dict(adjust=functools.partial(_below_atoms, dtype=dtype))
         elif few:
-            choices.append(DISCRETE_CHOICE)
+            choice = DISCRETE_CHOICE
         else:
-            choices.append({})
+            choice = {}
         if candidate.attack is None:
             # the events of few values are ranked at their rates on the first
             # half, the exact loss's as every scorer's (its final events, where it
             # wins, come from its weighted masses instead)
-            first_half = {**choices[j], **DISCRETE_CHOICE} if few else choices[j]
+            first_half = {**choice, **DISCRETE_CHOICE} if few else choice
             chosen = select(
                 values[j][0, :half], values[j][1, :half], **first_half
             ).thresholds
@@ -1124,7 +1127,15 @@ def _portfolio_choice(
                 for v in judged
             ]
             events = max(k - 1, 1)
-        counts.append((*at_least, events))
+        return choice, (*at_least, events)
+
+    # the candidates judged side by side: NumPy's sorts and counts on large arrays
+    # release the GIL, and each candidate's work is its own
+    workers = min(len(candidates), os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(
+        workers, thread_name_prefix="mcdp-choice"
+    ) as pool:
+        choices, counts = zip(*pool.map(judge, range(len(candidates))), strict=True)
     promise = functools.partial(
         _promise, n=n, draws=draws, confidence=confidence,
         epsilon=context.epsilon, delta=context.delta,
