@@ -1131,7 +1131,12 @@ def _portfolio_choice(
 
     # the candidates judged side by side: NumPy's sorts and counts on large arrays
     # release the GIL, and each candidate's work is its own
-    workers = min(len(candidates), os.cpu_count() or 1)
+    cores = (
+        len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count() or 1
+    )
+    workers = min(len(candidates), cores)
     with concurrent.futures.ThreadPoolExecutor(
         workers, thread_name_prefix="mcdp-choice"
     ) as pool:
