@@ -16,8 +16,8 @@ once per form of the MLP's score, each in its own process, ``--jobs`` at a time
 (see :data:`VARIANTS`): which form compiles on the accelerator, and whether each
 gives the same bound (it should: they compute the same numbers, up to rounding
 for ``dot``). On the next H200 only ``barrier-hidden`` and ``dot`` compiled, ``dot``
-in half the time; ``learning.score_mlp`` now uses that product off a CPU, so
-``"as-is"`` there is ``dot``.
+in half the time; ``learning.score_mlp`` now uses that product on every backend,
+so ``"as-is"`` is ``dot``.
 
     python benchmarks/probe_candidates.py snapping --candidates learned-mlp \\
         --variants as-is,barrier,barrier-hidden,barrier-score,dot --jobs 5 \\
@@ -77,7 +77,7 @@ def _dot_mlp(y, scorer, parts=None):
     backend (``_mlp_hidden``'s product, at full precision: the GPU's default for a
     float32 product, TF32, moved the scores by up to 1.2 % on an H200)."""
     w1, b1, w2, b2 = scorer.weights
-    hidden = _mlp_hidden(parts(y, scorer.basis), w1, scorer, False) + b1[None, :]
+    hidden = _mlp_hidden(parts(y, scorer.basis), w1, scorer) + b1[None, :]
     return jnp.sum(jnp.tanh(hidden) * w2[None, :], axis=-1) + b2
 
 

@@ -303,8 +303,9 @@ def _affine(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     r"""The standardised features times ``w`` (``(F,)`` or ``(F, H)``), plus the
     standardisation's offset: :math:`\sum_f (\phi_f - \mu_f) w_f / s_f`, summed
     block by block without building the ``(n, F)`` features. Inside the engine's
-    compiled loop, XLA on a CPU runs a product of the concatenated features ten
-    times slower than these sums (``svt1``: 17 s against 1.8 s for 1e6 draws)."""
+    batched loop (every block of a chunk at once), XLA on a CPU runs a product of
+    the concatenated features ten times slower than these sums (``svt1``: 17 s
+    against 1.8 s for 1e6 draws); the logistic scorer's guesses run there."""
     w = w / (scorer.scale[:, None] if w.ndim == 2 else scorer.scale)
     offset = -jnp.tensordot(scorer.mean, w, axes=1)
     total = offset if w.ndim == 1 else offset[None, :]
@@ -326,27 +327,25 @@ def score_logistic(y: Array, scorer: Scorer, parts=feature_parts) -> Array:
     return _affine(parts(y, scorer.basis), w, scorer) + b
 
 
-def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer, by_block: bool):
+def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     """The MLP's hidden layer before its offset: the standardised features times
-    ``w`` (``(F, H)``), summed block by block (:func:`_affine`, ``by_block``) or as
-    one product of the concatenated features. A CPU runs the first ten times as
-    fast. XLA's GPU compiler does not finish the counting loop of the first: on an
-    H200 it was stopped after 150 s on ``snapping``, ``truncated-geometric`` and
-    ``report-noisy-max3``, where it compiled and ran the product in 25-31 s, the
-    candidate's whole audit at 1e6 draws (benchmarks/RESULTS.md)."""
-    if by_block:
-        return _affine(parts, w, scorer)
+    ``w`` (``(F, H)``), as one product of the concatenated features, at full
+    precision (a GPU's default for float32, TF32, moved the scores by up to 1.2 %).
+    The sums by block of :func:`_affine` compute the same numbers, but XLA's GPU
+    compiler did not finish the counting loop of those on an H200 (stopped after
+    150 s on ``snapping``, ``truncated-geometric`` and ``report-noisy-max3``), and
+    on a CPU, where the engine scores one block of rows after another, the product
+    is 3x as fast in the counting loop and 12x in the selection draws (``svt6`` and
+    ``svt1``; benchmarks/RESULTS.md, "The MLP's hidden layer as one product on a
+    CPU")."""
     z = _standardized(_flat(parts), scorer.mean, scorer.scale)
     return jnp.dot(z, w, precision=jax.lax.Precision.HIGHEST)
 
 
 def score_mlp(y: Array, scorer: Scorer, parts=feature_parts) -> Array:
-    """The output of the MLP (tanh hidden layer): high speaks for the first input.
-    Its hidden layer is summed block by block on a CPU and is one product of the
-    features elsewhere (:func:`_mlp_hidden`)."""
+    """The output of the MLP (tanh hidden layer): high speaks for the first input."""
     w1, b1, w2, b2 = scorer.weights
-    by_block = jax.default_backend() == "cpu"
-    hidden = _mlp_hidden(parts(y, scorer.basis), w1, scorer, by_block) + b1[None, :]
+    hidden = _mlp_hidden(parts(y, scorer.basis), w1, scorer) + b1[None, :]
     return jnp.sum(jnp.tanh(hidden) * w2[None, :], axis=-1) + b2
 
 

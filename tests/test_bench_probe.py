@@ -27,8 +27,8 @@ def test_a_candidate_is_run_alone_or_said_not_to_apply_or_stopped():
 )
 def test_each_variant_of_the_mlp_gives_its_scores(variant):
     """Each variant runs in place of ``score_mlp`` (its partials too), gives the
-    same scores up to rounding (``dot`` sums in another order), and ``"as-is"``
-    puts the form in use back."""
+    same scores up to rounding (the barrier variants sum by block, in another
+    order), and ``"as-is"`` puts the form in use back."""
     from mcdp import learning
 
     rng = np.random.default_rng(0)

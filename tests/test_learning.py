@@ -283,11 +283,11 @@ def test_scores_are_the_trained_models_on_the_standardised_features(model, featu
 
 @pytest.mark.parametrize("by_block", [True, False])
 def test_both_forms_of_the_hidden_layer_are_the_product_to_float32_rounding(by_block):
-    """The MLP's hidden layer summed by block (the CPU's form) and as one product
-    (the other backends'), in float32, equal the float64 product of the
-    standardised features within the forward error of a float32 sum of F terms,
-    4 F u of the terms' magnitudes: a product at lower precision (a GPU's TF32,
-    u = 2^-11) would not."""
+    """The MLP's hidden layer summed by block (:func:`mcdp.learning._affine`, the
+    probes' forms) and as one product (the score's, on every backend), in float32,
+    equal the float64 product of the standardised features within the forward
+    error of a float32 sum of F terms, 4 F u of the terms' magnitudes: a product at
+    lower precision (a GPU's TF32, u = 2^-11) would not."""
     y = _mixed(np.random.default_rng(7), 4000).astype(np.float32)
     scorer = learning.fit(
         cell_key(0, "fit"), y[:2000], y[2000:] + 0.5, model="mlp", steps=20
@@ -295,7 +295,8 @@ def test_both_forms_of_the_hidden_layer_are_the_product_to_float32_rounding(by_b
     parts = learning.feature_parts(jax.numpy.asarray(y), scorer.basis)
     w1 = scorer.weights[0]
     assert w1.dtype == np.float32
-    hidden = np.asarray(learning._mlp_hidden(parts, w1, scorer, by_block))
+    hidden_of = learning._affine if by_block else learning._mlp_hidden
+    hidden = np.asarray(hidden_of(parts, w1, scorer))
     phi = np.asarray(learning.features(y, scorer.basis), np.float64)
     mean = np.asarray(scorer.mean, np.float64)
     w = np.asarray(w1, np.float64) / np.asarray(scorer.scale, np.float64)[:, None]
@@ -587,3 +588,32 @@ def test_quantiles_of_sorted_scores_are_numpys_to_the_last_bit(dtype):
             )
             or np.isnan(expected).all()
         )
+
+
+@pytest.mark.parametrize("feature_set", ["moments", "bits"])
+def test_the_mlp_scores_equal_outputs_equally_wherever_they_lie(feature_set):
+    """The MLP's product scores equal output rows to the same bits, at every
+    position of a block, block by block (``lax.map``, the engine's form on a CPU) or
+    whole: the portfolio's check for few values and its discrete events count the
+    scores of a discrete mechanism's outputs as that mechanism's few values."""
+    rng = np.random.default_rng(3)
+    distinct = rng.integers(0, 3, size=(6, 40)).astype(float)
+    distinct[:, 0] = rng.laplace(size=6)
+    picks = rng.integers(0, 6, size=(2, 3000))
+    shift = rng.random((3000, 1)) < 0.3
+    with jax.enable_x64(True):
+        scorer = learning.fit(
+            cell_key(0, "fit"), distinct[picks[0]], distinct[picks[1]] + shift,
+            model="mlp", feature_set=feature_set, steps=20,
+        )  # fmt: skip
+        score = learning.SCORES_BY_FEATURES[feature_set]["mlp"]
+        which = rng.integers(0, 6, size=(4, 1031))
+        blocks = jax.numpy.asarray(distinct[which])
+        by_block = jax.jit(jax.lax.map, static_argnums=0)(
+            lambda y: score(y, scorer), blocks
+        )
+        whole = jax.jit(score)(blocks.reshape(-1, 40), scorer)
+    scores = np.concatenate([np.asarray(by_block).ravel(), np.asarray(whole)])
+    labels = np.concatenate([which.ravel(), which.ravel()])
+    for j in np.unique(labels):
+        assert np.unique(scores[labels == j]).size == 1
