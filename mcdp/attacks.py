@@ -336,7 +336,7 @@ def _scored(
         _LEARNED_GUESSES[features][model],
         events=tuple(f"{label} score >= {t:.6g}" for t in thresholds),
         selection=selection,
-        by_block=model == "mlp",  # its products over a chunk: slow on a CPU
+        by_block=model == "mlp",  # its product over a chunk: slower on a CPU
     )
 
 

@@ -302,10 +302,13 @@ HEADS = {"logistic": _logistic_head, "mlp": _mlp_head}
 def _affine(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     r"""The standardised features times ``w`` (``(F,)`` or ``(F, H)``), plus the
     standardisation's offset: :math:`\sum_f (\phi_f - \mu_f) w_f / s_f`, summed
-    block by block without building the ``(n, F)`` features. Inside the engine's
-    batched loop (every block of a chunk at once), XLA on a CPU runs a product of
-    the concatenated features ten times slower than these sums (``svt1``: 17 s
-    against 1.8 s for 1e6 draws); the logistic scorer's guesses run there."""
+    block by block without building the ``(n, F)`` features. The logistic
+    scorers' guesses run in the engine's batched loop (every block of a chunk at
+    once), where XLA on a CPU once ran a product of the concatenated features ten
+    times slower than these sums (``svt1``: 17 s against 1.8 s for 1e6 draws). On
+    today's XLA it is as fast for the logistic scorer and slower for the
+    bit-pattern one (``svt1`` at 2e6: 3.98 and 7.0 s against 4.35 and 4.69 s;
+    benchmarks/RESULTS.md, "The MLP's hidden layer as one product on a CPU")."""
     w = w / (scorer.scale[:, None] if w.ndim == 2 else scorer.scale)
     offset = -jnp.tensordot(scorer.mean, w, axes=1)
     total = offset if w.ndim == 1 else offset[None, :]
@@ -331,13 +334,13 @@ def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     """The MLP's hidden layer before its offset: the standardised features times
     ``w`` (``(F, H)``), as one product of the concatenated features, at full
     precision (a GPU's default for float32, TF32, moved the scores by up to 1.2 %).
-    The sums by block of :func:`_affine` compute the same numbers, but XLA's GPU
-    compiler did not finish the counting loop of those on an H200 (stopped after
-    150 s on ``snapping``, ``truncated-geometric`` and ``report-noisy-max3``), and
-    on a CPU, where the engine scores one block of rows after another, the product
-    is 3x as fast in the counting loop and 12x in the selection draws (``svt6`` and
-    ``svt1``; benchmarks/RESULTS.md, "The MLP's hidden layer as one product on a
-    CPU")."""
+    The sums by block of :func:`_affine` compute the same numbers up to rounding,
+    but XLA's GPU compiler did not finish the counting loop of those on an H200
+    (stopped after 150 s on ``snapping``, ``truncated-geometric`` and
+    ``report-noisy-max3``), and on a CPU, where the engine scores one block of rows
+    after another, the product counts 2.7-4.5x as fast and scores the selection
+    draws 12x as fast (``svt6``, ``svt1``; benchmarks/RESULTS.md, "The MLP's hidden
+    layer as one product on a CPU")."""
     z = _standardized(_flat(parts), scorer.mean, scorer.scale)
     return jnp.dot(z, w, precision=jax.lax.Precision.HIGHEST)
 

@@ -54,7 +54,8 @@ TRANSFORM_BY_BLOCK: bool | None = None
 # How the counting loop draws and guesses the blocks of a chunk: one after another
 # (True), batched (False), or as the attack asks on a CPU and batched elsewhere
 # (None: `Attack.by_block`, which the MLP scorer sets: 3.4x faster counting on the
-# 2-core CPU, where the other guesses ran 0.5-1.0x as fast by block;
+# 2-core CPU with its sums by block, 1.3-1.7x with its product since 3c59640; the
+# other guesses ran 0.5-1.0x as fast by block;
 # benchmarks/bench_guess.py, before DRAW_ONCE; drawn once, some ran faster by
 # block, others slower: benchmarks/RESULTS.md, "Drawn once"; batched and drawn
 # once, BATCH_ONCE, as fast as by block or faster on nine attacks of ten:
