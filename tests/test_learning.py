@@ -228,6 +228,54 @@ def test_a_shared_training_sample_trains_the_scorer_of_the_outputs(model, featur
         learning.fit(key, first, second, sample=sample)
 
 
+@pytest.mark.parametrize(
+    "model, feature_set", [("mlp", "moments"), ("logistic", "bits")]
+)
+def test_features_computed_once_or_every_step_train_the_same_scorer(
+    monkeypatch, model, feature_set
+):
+    """Where they fit in memory, the training features are computed once, else
+    every step on its batch: the scorer is the same to the last bit (in
+    minibatches, with atoms and hinges), so the machine's memory decides the time of
+    a preparation and never its result."""
+    rng = np.random.default_rng(4)
+    first = np.round(rng.laplace(size=(2 * learning.BATCH + 7, 2)), 1)
+    second = np.round(rng.laplace(size=(2 * learning.BATCH + 3, 2)) + 0.5, 1)
+    first[:500, 1] = second[:700, 1] = -1.0  # an atom
+    trained = []
+    for once in (True, False):
+        monkeypatch.setattr(learning, "features_fit", lambda *_, once=once: once)
+        key = cell_key(2, "fit")
+        with jax.enable_x64(True):
+            trained.append(
+                learning.fit(
+                    key, first, second, model=model, feature_set=feature_set, steps=30
+                )
+            )
+    cached, recomputed = trained
+    for a, b in zip(jax.tree.leaves(cached), jax.tree.leaves(recomputed), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_features_are_computed_once_up_to_a_share_of_a_cpus_memory(monkeypatch):
+    """Up to 2^26 numbers on every device; beyond, on a CPU only, where two arrays
+    of them fit in a third of the machine's memory, and nowhere where that memory
+    is unknown."""
+    monkeypatch.setattr(learning, "machine_memory", lambda: 24 << 30)
+    limit = (24 << 30) // 3 // 2 // 8  # float64 numbers
+    assert learning.features_fit(1 << 26, 8, "gpu")
+    assert not learning.features_fit((1 << 26) + 1, 8, "gpu")
+    assert learning.features_fit(limit, 8, "cpu")
+    assert not learning.features_fit(limit + 1, 8, "cpu")
+    assert learning.features_fit(2 * limit, 4, "cpu")
+    monkeypatch.setattr(learning, "machine_memory", lambda: None)
+    assert learning.features_fit(1 << 26, 8, "cpu")
+    assert not learning.features_fit((1 << 26) + 1, 8, "cpu")
+    monkeypatch.undo()
+    memory = learning.machine_memory()
+    assert memory is None or memory > 0
+
+
 def test_sample_sizes_follow_the_counted_draws_within_their_range():
     assert learned_sizes(10_000) == (100_000, 100_000)
     assert learned_sizes(10**6) == (100_000, 100_000)
