@@ -523,8 +523,9 @@ def _train(
     compile per model, feature set, sample shape, dtype and ``cached``. Where
     ``cached``, the standardised features of the rows used are computed once, else
     every step on its batch: the same numbers either way (the features are
-    elementwise per row, and XLA fuses their arithmetic alike in both forms; a
-    form that computed them block by block, ``lax.map``, fused the bit features'
+    elementwise per row, and XLA fuses their arithmetic alike in both forms: the
+    suite's scorers are the same to the last bit, ``benchmarks/RESULTS.md``; a form
+    that computed them block by block, ``lax.map``, fused the bit features'
     ``precision / nmant`` into their standardisation and changed them at rounding)."""
     featurize, head = FEATURES[feature_set], HEADS[model]
     optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
