@@ -46,3 +46,27 @@ def test_each_variant_of_the_mlp_gives_its_scores(variant):
     assert learning.score_mlp.__code__ is probe_candidates.VARIANTS["as-is"]
     rounding = 64 * np.finfo(before.dtype).eps
     np.testing.assert_allclose(after, before, rtol=rounding, atol=rounding)
+
+
+probe_features_once = load_benchmark("probe_features_once")
+
+
+def test_the_features_probe_tells_scorers_apart_by_their_last_bit():
+    same = probe_features_once._same
+    a = [np.array([0.1, np.nan]), np.array([3], dtype=np.int32)]
+    assert same(a, [np.array([0.1, np.nan]), np.array([3], dtype=np.int32)])
+    assert not same(a, [np.array([np.nextafter(0.1, 1), np.nan]), a[1]])
+    assert not same(a, [a[0], np.array([4], dtype=np.int32)])
+
+
+@pytest.mark.slow
+def test_the_features_probe_trains_each_scorer_both_ways_and_restores_fit():
+    from mcdp import learning
+
+    fit, decide = learning.fit, learning.features_fit
+    rows = probe_features_once.probe_case("laplace-float", 100_000, 5)
+    assert [(r["model"], r["features"]) for r in rows] == [
+        ("logistic", "moments"), ("mlp", "moments"), ("logistic", "bits"),
+    ]  # fmt: skip
+    assert all(r["same"] for r in rows)
+    assert learning.fit is fit and learning.features_fit is decide
