@@ -475,7 +475,7 @@ def fit(
 
 # The training features are computed once where they hold at most FEATURE_SCALARS
 # numbers, on any device; on a CPU also where FEATURE_COPIES arrays of their size fit
-# in FEATURE_MEMORY_SHARE of the machine's memory; else every step on its batch.
+# in FEATURE_MEMORY_SHARE of the memory the process may use; else every step.
 # They live only while the scorer trains. XLA's CPU code concatenates the bit
 # features' blocks into one array before it standardises them: on 2e6 training
 # outputs in 10 coordinates, 6.0 GB of temporaries for 3.0 GB of features (1.6 GB
@@ -488,13 +488,56 @@ FEATURE_COPIES = 2
 
 
 def machine_memory() -> int | None:
-    """This machine's physical memory in bytes, or ``None`` where the system does
-    not say (``os.sysconf`` outside POSIX)."""
+    """The memory this process may use, in bytes: the machine's physical memory, or
+    its container's limit where that is less (:func:`cgroup_memory_limit`: a
+    container sees its host's memory through ``os.sysconf``); ``None`` where the
+    system does not say (``os.sysconf`` outside POSIX)."""
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
-    return total if total > 0 else None
+    if total <= 0:
+        return None
+    limit = cgroup_memory_limit()
+    return total if limit is None else min(total, limit)
+
+
+def cgroup_memory_limit(
+    proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"
+) -> int | None:
+    """The memory limit of this process's Linux control group, in bytes (version 2:
+    ``memory.max``; version 1: the memory controller's ``memory.limit_in_bytes``):
+    the least of those at its own group's path and at ``root``'s; ``None`` where
+    there is none (no such files, ``max``, or an unlimited value past 2^60)."""
+    try:
+        with open(proc) as lines:
+            groups = [line.rstrip("\n").split(":", 2) for line in lines]
+    except OSError:
+        return None
+    places = []
+    for fields in groups:
+        if len(fields) != 3:
+            continue
+        _, controllers, path = fields
+        if controllers == "":  # version 2, one hierarchy
+            places.append((os.path.join(root, path.lstrip("/")), "memory.max"))
+        elif "memory" in controllers.split(","):
+            folder = os.path.join(root, "memory", path.lstrip("/"))
+            places.append((folder, "memory.limit_in_bytes"))
+    places += [
+        (root, "memory.max"),
+        (os.path.join(root, "memory"), "memory.limit_in_bytes"),
+    ]
+    limits = []
+    for folder, name in places:
+        try:
+            with open(os.path.join(folder, name)) as file:
+                text = file.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            limits.append(int(text))
+    return min(limits, default=None)
 
 
 def features_fit(scalars: int, itemsize: int, platform: str | None = None) -> bool:

@@ -276,6 +276,37 @@ def test_features_are_computed_once_up_to_a_share_of_a_cpus_memory(monkeypatch):
     assert memory is None or memory > 0
 
 
+def test_a_containers_memory_limit_is_read_from_its_control_group(tmp_path):
+    """A container sees its host's memory through ``os.sysconf``: the limit of its
+    control group (version 2 or 1, at its own path or the root's, the least) is
+    read instead; none where the files say ``max``, a value past 2^60, or nothing."""
+
+    def limit(lines, files):
+        proc, root = tmp_path / "cgroup", tmp_path / "fs"
+        proc.write_text(lines)
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text + "\n")
+        try:
+            return learning.cgroup_memory_limit(str(proc), str(root))
+        finally:
+            for name in files:
+                (root / name).unlink()
+
+    v2 = "0::/job/a\n"
+    assert limit(v2, {"job/a/memory.max": "4294967296"}) == 4 << 30
+    assert limit(v2, {"job/a/memory.max": "max", "memory.max": "1073741824"}) == 1 << 30
+    assert limit(v2, {"job/a/memory.max": "max"}) is None
+    v1 = "4:memory:/box\n3:cpu,cpuacct:/box\n"
+    files = {"memory/box/memory.limit_in_bytes": "2147483648"}
+    assert limit(v1, files) == 2 << 30
+    unlimited = {"memory/box/memory.limit_in_bytes": "9223372036854771712"}
+    assert limit(v1, unlimited) is None
+    assert limit("", {}) is None
+    missing = str(tmp_path / "no-such-file")
+    assert learning.cgroup_memory_limit(missing, str(tmp_path)) is None
+
+
 def test_sample_sizes_follow_the_counted_draws_within_their_range():
     assert learned_sizes(10_000) == (100_000, 100_000)
     assert learned_sizes(10**6) == (100_000, 100_000)
