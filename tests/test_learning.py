@@ -200,6 +200,23 @@ def test_fit_separates_a_shift_in_full_batch_and_minibatches(rows):
     assert gap > 10 * error
 
 
+def _minibatch_outputs(seed: int, extra_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two inputs' outputs in 2 coordinates, more than a batch of them (``BATCH +
+    extra_rows`` and a few): Laplace values rounded to 0.1, an atom at -1 in the
+    second coordinate, a shift of 0.5 in the second input."""
+    rng = np.random.default_rng(seed)
+    first = np.round(rng.laplace(size=(learning.BATCH + extra_rows + 7, 2)), 1)
+    second = np.round(rng.laplace(size=(learning.BATCH + extra_rows + 3, 2)) + 0.5, 1)
+    first[:500, 1] = second[:700, 1] = -1.0  # an atom
+    return first, second
+
+
+def _assert_same_scorer(a: learning.Scorer, b: learning.Scorer) -> None:
+    """Every array of the two scorers equal to the last bit (NaN padding too)."""
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
 @pytest.mark.parametrize(
     "model, feature_set", [("mlp", "moments"), ("logistic", "bits")]
 )
@@ -207,10 +224,7 @@ def test_a_shared_training_sample_trains_the_scorer_of_the_outputs(model, featur
     """The portfolio prepares one training sample for its scorers: a scorer trained
     on it is, to the last bit, the one trained on the outputs themselves (in
     minibatches of the fixed shuffle, with atoms and hinges)."""
-    rng = np.random.default_rng(3)
-    first = np.round(rng.laplace(size=(learning.BATCH + 7, 2)), 1)
-    second = np.round(rng.laplace(size=(learning.BATCH + 3, 2)) + 0.5, 1)
-    first[:500, 1] = second[:700, 1] = -1.0  # an atom
+    first, second = _minibatch_outputs(3, 0)
     with jax.enable_x64(True):
         key = cell_key(1, "fit")
         alone = learning.fit(
@@ -220,8 +234,7 @@ def test_a_shared_training_sample_trains_the_scorer_of_the_outputs(model, featur
         shared = learning.fit(
             key, model=model, feature_set=feature_set, steps=30, sample=sample
         )
-    for a, b in zip(jax.tree.leaves(alone), jax.tree.leaves(shared), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    _assert_same_scorer(alone, shared)
     with pytest.raises(ValueError, match="training sample"):
         learning.fit(key)
     with pytest.raises(ValueError, match="not both"):
@@ -238,10 +251,7 @@ def test_features_computed_once_or_every_step_train_the_same_scorer(
     every step on its batch: the scorer is the same to the last bit (in
     minibatches, with atoms and hinges), so the machine's memory decides the time of
     a preparation and never its result."""
-    rng = np.random.default_rng(4)
-    first = np.round(rng.laplace(size=(2 * learning.BATCH + 7, 2)), 1)
-    second = np.round(rng.laplace(size=(2 * learning.BATCH + 3, 2)) + 0.5, 1)
-    first[:500, 1] = second[:700, 1] = -1.0  # an atom
+    first, second = _minibatch_outputs(4, learning.BATCH)
     trained = []
     for once in (True, False):
         monkeypatch.setattr(learning, "features_fit", lambda *_, once=once: once)
@@ -252,9 +262,7 @@ def test_features_computed_once_or_every_step_train_the_same_scorer(
                     key, first, second, model=model, feature_set=feature_set, steps=30
                 )
             )
-    cached, recomputed = trained
-    for a, b in zip(jax.tree.leaves(cached), jax.tree.leaves(recomputed), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    _assert_same_scorer(*trained)
 
 
 def test_features_are_computed_once_up_to_a_share_of_a_cpus_memory(monkeypatch):
