@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 import mcdp
+from mcdp import sampling
 from mcdp.cli._text import render
 from mcdp.exact import laplace_delta
 from mcdp.mechanisms import (
@@ -18,6 +19,7 @@ from mcdp.mechanisms import (
     SUITE,
     LaplaceParams,
     Mechanism,
+    _base,
     adept_params,
     dptext_params,
     get_mechanism,
@@ -25,7 +27,7 @@ from mcdp.mechanisms import (
 )
 from mcdp.mechanisms._base import clip_norm, standard_laplace, uniform_midpoint
 
-from conftest import FAIL_PROB, Z
+from conftest import FAIL_PROB, SEED, Z
 
 N = 200_000
 
@@ -230,3 +232,68 @@ def test_a_mechanism_needs_only_a_name_and_a_sampler():
     adept = MECHANISMS["adept"]
     clipped = adept.transformed(xs, adept_params(1.0, 1.0))
     assert clipped[0] == pytest.approx([0.6, 0.8])  # L2 clipped to C = 1
+
+
+def _block_draws(name: str, dtype: str, flat: bool, monkeypatch) -> list[np.ndarray]:
+    """Three keys' draws of mechanism ``name`` on a block of 3,000 copies of its
+    first input (the suite's pair, else the default), jitted, with the noise drawn
+    flat (:data:`mcdp.mechanisms._base.FLAT_DRAWS`) or in the block's shape; as
+    unsigned integers, bit for bit."""
+    case = SUITE.get(name)
+    spec = mcdp.AuditSpec(
+        name, case.epsilon if case else 1.0,
+        pair=case.pairs[0] if case else None, dim=case.dim if case else 8,
+        delta=1e-5 if name in ("gaussian", "trlaplace") else 0.0,
+    )  # fmt: skip
+    plan, mechanism = spec.plan, spec.plan.mechanism
+    monkeypatch.setattr(_base, "FLAT_DRAWS", flat)  # read where a program is traced
+    out = []
+    with jax.enable_x64(dtype == "float64"):
+        row = jnp.asarray(plan.transformed[0], dtype)
+        x = jnp.broadcast_to(row, (3_000, row.shape[-1]))
+        sample = jax.jit(lambda k: mechanism.sample(k, x, plan.params))
+        for i in range(3):
+            y = np.asarray(sample(jax.random.fold_in(sampling.key(SEED), i)))
+            out.append(y.view(f"uint{8 * y.dtype.itemsize}"))
+    return out
+
+
+# one mechanism of each way the flat samplers are called (the default run); every
+# mechanism in both dtypes is slow, as each form compiles anew
+_FLAT_CALLERS = (
+    "laplace",  # standard_laplace, (n, 8)
+    "svt1",  # standard_laplace, (n, 1) and (n, 10)
+    "numerical-svt",  # standard_laplace, (n, 21), sliced
+    "report-noisy-max2",  # standard_exponential, (n, 5)
+    "truncated-geometric",  # standard_exponential, (2, n, 1)
+    "trlaplace",  # uniform_midpoint, (n, 8)
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [
+        pytest.param(
+            name,
+            dtype,
+            marks=()
+            if dtype == "float64" and name in _FLAT_CALLERS
+            else pytest.mark.slow,
+        )  # fmt: skip
+        for name in sorted(MECHANISMS)
+        for dtype in ("float64", "float32")
+    ],
+)
+def test_every_sampler_draws_the_same_bits_flat_as_in_the_blocks_shape(
+    name, dtype, monkeypatch
+):
+    """The noise drawn flat (``_base.drawn_flat``: faster on a CPU) gives every
+    mechanism the same outputs to the last bit as drawn in the shape of the
+    engine's block, in float64 and float32: no seed's draws or counts change."""
+    if dtype == "float32" and name in ("laplace-float", "snapping"):
+        pytest.skip("float64 only, as NumPy draws them")
+    flat = _block_draws(name, dtype, True, monkeypatch)
+    shaped = _block_draws(name, dtype, False, monkeypatch)
+    for a, b in zip(flat, shaped, strict=True):
+        assert a.shape == b.shape
+        assert np.array_equal(a, b), (name, dtype, np.count_nonzero(a != b))

@@ -36,7 +36,12 @@ from scipy import optimize
 from mcdp._types import Array, PRNGKey
 from mcdp.core.domains import QUERY_ANSWERS
 from mcdp.core.mechanism import Mechanism
-from mcdp.mechanisms._base import laplace_log_pdf, standard_laplace, uniform_midpoint
+from mcdp.mechanisms._base import (
+    drawn_flat,
+    laplace_log_pdf,
+    standard_laplace,
+    uniform_midpoint,
+)
 from mcdp.mechanisms._numerics import (
     TAIL_SCALES,
     epsilon_of,
@@ -64,6 +69,7 @@ def _calibrate(epsilon, delta, dim, clip):
     return noisy_max_params(epsilon)
 
 
+@drawn_flat
 def standard_exponential(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
     r"""Exp(1) by inverse CDF, :math:`-\ln u` with :math:`u` on the open interval
     (0, 1) (:func:`~mcdp.mechanisms._base.uniform_midpoint`)."""
