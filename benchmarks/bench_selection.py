@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import jax  # noqa: E402
 from _common import parse_ints, print_table  # noqa: E402
 from bench_auto import _run  # noqa: E402
 
@@ -34,17 +35,23 @@ WARMUP_DRAWS = 100_000
 FORMS = {"batched": False, "by block": True}
 
 
-def in_forms(forms: dict, name: str, attack, draws: int, seed: int, *, module=device):
+def in_forms(
+    forms: dict, name: str, attack, draws: int, seed: int, *, module=device,
+    clear: bool = False,
+):  # fmt: skip
     """``{form: (record, seconds)}``: the same audit at each form's settings of
     ``module`` (``forms``: form -> ``{flag: value}``), each after an untimed warm-up
     at :data:`WARMUP_DRAWS` (seed + 1, that form's compiles); every flag is left as
-    it was."""
+    it was. ``clear``: JAX's caches are cleared before each form (a flag that is
+    read where a program is traced, not passed to it as a static argument)."""
     saved = {flag: getattr(module, flag) for form in forms.values() for flag in form}
     runs = {}
     try:
         for form, settings in forms.items():
             for flag, value in settings.items():
                 setattr(module, flag, value)
+            if clear:
+                jax.clear_caches()
             _run(name, attack, WARMUP_DRAWS, seed + 1)
             runs[form] = _run(name, attack, draws, seed)
     finally:
