@@ -26,8 +26,8 @@ them, since the flag is read where a program is traced:
 
     python benchmarks/bench_flat_draws.py --part draws --draws 1e6 \\
         --json benchmarks/results/flat_draws.json
-    python benchmarks/bench_flat_draws.py --part audit --draws 1e7 \\
-        --cases svt1,svt6 --json benchmarks/results/flat_draws_audit.json
+    python benchmarks/bench_flat_draws.py --part audit --draws 1e8 \\
+        --cases svt1 --json benchmarks/results/flat_draws_audit_1e8.json
 """
 
 from __future__ import annotations
@@ -145,7 +145,9 @@ AUDIT_HEADER = (
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--part", choices=("draws", "audit"), default="draws")
-    p.add_argument("--cases", default=",".join(SUITE), help="suite cases")
+    p.add_argument(
+        "--cases", default=",".join(SUITE), help="suite cases (draws: any mechanism)"
+    )
     p.add_argument("--draws", type=parse_count, default=1_000_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rounds", type=int, default=5, help="draws: median of")
