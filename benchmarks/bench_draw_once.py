@@ -33,7 +33,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import parse_ints, print_table  # noqa: E402
-from bench_selection import compared_row, in_both_forms  # noqa: E402
+from bench_selection import (  # noqa: E402
+    compared_row,
+    in_both_forms,
+    stages_header,
+    stages_line,
+)
 
 from mcdp.engines import device  # noqa: E402
 
@@ -52,25 +57,10 @@ def bench_case(name: str, draws: int, seed: int, flag: str = "DRAW_ONCE") -> dic
 
 
 def _line(row: dict) -> str:
-    before, after = (row[form] for form in FORMS)
-
-    def pair(part: str) -> str:
-        return (
-            f"{before[f'{part}_seconds']:.1f} / {after[f'{part}_seconds']:.1f} "
-            f"| {row[f'{part}_ratio']:.2f}"
-        )
-
-    return (
-        f"| {row['case']} | {row['draws']:.0e} | {after['chose']} | {pair('audit')} "
-        f"| {pair('selection')} | {pair('counting')} "
-        f"| {'yes' if row['same_result'] else 'NO'} |"
-    )
+    return stages_line(row, FORMS)
 
 
-HEADER = (
-    "| case | N | chose | audit s, fused / once | ratio "
-    "| selection draws s | ratio | counting s | ratio | same record |"
-)
+HEADER = stages_header(FORMS)
 
 
 def main() -> int:

@@ -44,7 +44,12 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import best_of, parse_count, print_table  # noqa: E402
 from bench_floor import CONFIDENCE, pair_of  # noqa: E402
-from bench_selection import compared_row, in_forms  # noqa: E402
+from bench_selection import (  # noqa: E402
+    compared_row,
+    in_forms,
+    stages_header,
+    stages_line,
+)
 
 import mcdp  # noqa: E402
 from mcdp import running, sampling  # noqa: E402
@@ -120,26 +125,11 @@ def _draws_line(row: dict) -> str:
 
 
 def _audit_line(row: dict) -> str:
-    shaped, flat = row["shaped"], row["flat"]
-
-    def pair(part: str) -> str:
-        return (
-            f"{shaped[f'{part}_seconds']:.1f} / {flat[f'{part}_seconds']:.1f} "
-            f"| {row[f'{part}_ratio']:.2f}"
-        )
-
-    return (
-        f"| {row['case']} | {row['draws']:.0e} | {flat['chose']} | {pair('audit')} "
-        f"| {pair('selection')} | {pair('counting')} "
-        f"| {'yes' if row['same_result'] else 'NO'} |"
-    )
+    return stages_line(row, FORMS)
 
 
 DRAWS_HEADER = "| case | d | N | draws s, shaped / flat | ratio | same outputs |"
-AUDIT_HEADER = (
-    "| case | N | chose | audit s, shaped / flat | ratio "
-    "| selection draws s | ratio | counting s | ratio | same record |"
-)
+AUDIT_HEADER = stages_header(FORMS)
 
 
 def main() -> int:

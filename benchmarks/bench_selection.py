@@ -107,6 +107,34 @@ def compared_row(row: dict, runs: dict, stage: str | None = None) -> dict:
     return row
 
 
+def stages_line(row: dict, forms) -> str:
+    """The Markdown line of a :func:`compared_row` with ``stage="selection
+    draws"``, its ``forms`` (two names) in order: the audit's, the selection draws'
+    and the counting's seconds in each and their ratios (:func:`stages_header`)."""
+    before, after = (row[form] for form in forms)
+
+    def pair(part: str) -> str:
+        return (
+            f"{before[f'{part}_seconds']:.1f} / {after[f'{part}_seconds']:.1f} "
+            f"| {row[f'{part}_ratio']:.2f}"
+        )
+
+    return (
+        f"| {row['case']} | {row['draws']:.0e} | {after['chose']} | {pair('audit')} "
+        f"| {pair('selection')} | {pair('counting')} "
+        f"| {'yes' if row['same_result'] else 'NO'} |"
+    )
+
+
+def stages_header(forms) -> str:
+    """The header of :func:`stages_line`'s table for ``forms``."""
+    first, second = forms
+    return (
+        f"| case | N | chose | audit s, {first} / {second} | ratio "
+        "| selection draws s | ratio | counting s | ratio | same record |"
+    )
+
+
 def bench_case(name: str, draws: int, seed: int) -> dict:
     row: dict = {"case": name, "draws": draws, "seed": seed}
     runs = in_both_forms("TRANSFORM_BY_BLOCK", name, "auto", draws, seed)
