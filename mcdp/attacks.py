@@ -565,7 +565,8 @@ HISTOGRAM_VALUES = 4096
 # How a scorer of few distinct values (at most HISTOGRAM_VALUES on the selection
 # draws: the histogram, and any scorer of a discrete output) has its thresholds
 # chosen: ranked by the bounds at the selection rates themselves, and events whose
-# tail masses are within 1.5x of one taken skipped. Its events are unions of few
+# tail masses are within 1.5x of one taken skipped; each a hair below its atom
+# (_below_atoms), as the exact loss's are. Its events are unions of few
 # values, few enough that the winner's curse of rare thresholds, which the
 # pessimistic ends guard the continuous scores against, costs less than the ends'
 # bias towards large events; and the best events of a discrete output are often
@@ -1102,10 +1103,15 @@ def _portfolio_choice(
         """How candidate ``j`` chooses its final events, and its judged counts."""
         candidate, judged = candidates[j], values[j][:, half:]
         few = candidate.attack is None and _few_values(values[j][:, :half])
-        if candidate.label == "lr":  # a hair below the loss's atoms
-            choice = dict(adjust=functools.partial(_below_atoms, dtype=dtype))
+        # a hair below the loss's atoms, and below a few-valued scorer's: the
+        # counting scores in another program than the selection draws, and on a
+        # GPU two programs rounded equal outputs' MLP scores apart in their last
+        # bits (tests/test_learning.py); a threshold on an atom would then drop it
+        hair = dict(adjust=functools.partial(_below_atoms, dtype=dtype))
+        if candidate.label == "lr":
+            choice = hair
         elif few:
-            choice = DISCRETE_CHOICE
+            choice = {**DISCRETE_CHOICE, **hair}
         else:
             choice = {}
         if candidate.attack is None:

@@ -8,6 +8,7 @@ false alarms over all their runs stay within a stated budget, with fixed seeds.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax.numpy as jnp
@@ -349,6 +350,44 @@ def test_the_loss_atom_is_not_split_by_rounding_on_the_selection_draws():
     )  # fmt: skip
     top = ceiling("noisy-hist1", "one-above", draws, confidence=0.95).value
     assert 0 < r.selection["lr"] <= top
+
+
+@pytest.mark.parametrize("model", ["logistic", "mlp"])
+def test_a_few_valued_scorers_atoms_survive_a_last_bit_of_rounding(monkeypatch, model):
+    """A scorer of svt1's discrete patterns takes few values, and its thresholds,
+    quantiles of its selection scores, sit on them. The counting scores in
+    another program than the selection draws, which on a GPU rounded equal outputs'
+    scores apart (its products' algorithms are chosen per shape): each threshold
+    sits a hair below its atom, so counting scores one unit in the last place
+    below the selection's gives the same events and counts."""
+    from mcdp import learning
+
+    score = learning.SCORES_BY_FEATURES["moments"][model]
+
+    def rounded_down(y, scorer):
+        s = score(y, scorer)
+        return jnp.nextafter(s, jnp.full_like(s, -jnp.inf))
+
+    label = {"logistic": "learned", "mlp": "learned-mlp"}[model]
+    case = SUITE["svt1"]
+
+    def audited():
+        return mcdp.audit_delta(
+            "svt1", case.epsilon, 0.0, case.dim, 200_000, pair="x-shuffle",
+            attack=auto_attack(candidates=(label,), **SMALL), seed=SEED,
+        )  # fmt: skip
+
+    exact = audited()
+    assert exact.attack == label and exact.epsilon_lower > 0
+    monkeypatch.setitem(
+        attacks._LEARNED_GUESSES["moments"],
+        model,
+        functools.partial(attacks._thresholded_guess, score=rounded_down),
+    )
+    rounded = audited()
+    assert rounded.events == exact.events
+    assert rounded.profile == exact.profile
+    assert rounded.epsilon_lower == exact.epsilon_lower
 
 
 # False alarms: each run's claim holds (input-independent outputs: true loss 0; the

@@ -248,9 +248,12 @@ def test_features_computed_once_or_every_step_train_the_same_scorer(
     monkeypatch, model, feature_set
 ):
     """Where they fit in memory, the training features are computed once, else
-    every step on its batch: the scorer is the same to the last bit (in
+    every step on its batch: on a CPU, the scorer is the same to the last bit (in
     minibatches, with atoms and hinges), so the machine's memory decides the time of
-    a preparation and never its result."""
+    a preparation and never its result. Off a CPU the form follows the sample's size
+    alone (:func:`mcdp.learning.features_fit`), and the two forms' scorers agree to
+    rounding: on an H200, the bit features' weights differed in their last bit or
+    two (8e-15 relative at most)."""
     first, second = _minibatch_outputs(4, learning.BATCH)
     trained = []
     for once in (True, False):
@@ -262,7 +265,11 @@ def test_features_computed_once_or_every_step_train_the_same_scorer(
                     key, first, second, model=model, feature_set=feature_set, steps=30
                 )
             )
-    _assert_same_scorer(*trained)
+    if jax.default_backend() == "cpu":
+        _assert_same_scorer(*trained)
+    else:
+        for x, y in zip(*map(jax.tree.leaves, trained), strict=True):
+            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-12)
 
 
 def test_features_are_computed_once_up_to_a_share_of_a_cpus_memory(monkeypatch):
@@ -679,10 +686,15 @@ def test_quantiles_of_sorted_scores_are_numpys_to_the_last_bit(dtype):
 
 @pytest.mark.parametrize("feature_set", ["moments", "bits"])
 def test_the_mlp_scores_equal_outputs_equally_wherever_they_lie(feature_set):
-    """The MLP's product scores equal output rows to the same bits, at every
-    position of a block, block by block (``lax.map``, the engine's form on a CPU) or
-    whole: the portfolio's check for few values and its discrete events count the
-    scores of a discrete mechanism's outputs as that mechanism's few values."""
+    """The MLP's product scores equal output rows to the same bits on a CPU, at
+    every position of a block, block by block (``lax.map``, the engine's form on a
+    CPU) or whole: the portfolio's check for few values and its discrete events
+    count the scores of a discrete mechanism's outputs as that mechanism's few
+    values. On a GPU the two programs' products may round apart (an H200 gave two
+    values in the last bits for one row, the whole against by block): there they
+    agree within 1e-12, far inside the hair below its atoms at which the
+    portfolio puts a few-valued scorer's thresholds (``attacks._below_atoms``,
+    1.5e-8 in float64)."""
     rng = np.random.default_rng(3)
     distinct = rng.integers(0, 3, size=(6, 40)).astype(float)
     distinct[:, 0] = rng.laplace(size=6)
@@ -703,4 +715,8 @@ def test_the_mlp_scores_equal_outputs_equally_wherever_they_lie(feature_set):
     scores = np.concatenate([np.asarray(by_block).ravel(), np.asarray(whole)])
     labels = np.concatenate([which.ravel(), which.ravel()])
     for j in np.unique(labels):
-        assert np.unique(scores[labels == j]).size == 1
+        if jax.default_backend() == "cpu":
+            assert np.unique(scores[labels == j]).size == 1
+        else:
+            same = scores[labels == j]
+            np.testing.assert_allclose(same, same[0], rtol=1e-12)
