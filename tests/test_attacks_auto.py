@@ -356,10 +356,10 @@ def test_the_loss_atom_is_not_split_by_rounding_on_the_selection_draws():
 def test_a_few_valued_scorers_atoms_survive_a_last_bit_of_rounding(monkeypatch, model):
     """A scorer of svt1's discrete patterns takes few values, and its thresholds,
     quantiles of its selection scores, sit on them. The counting scores in
-    another program than the selection draws, which on a GPU rounded equal outputs'
-    scores apart (its products' algorithms are chosen per shape): each threshold
-    sits a hair below its atom, so counting scores one unit in the last place
-    below the selection's gives the same events and counts."""
+    another program than the selection draws, and on an H200 two programs rounded
+    equal outputs' MLP scores apart (tests/test_learning.py): each threshold sits
+    a hair below its atom, so counting scores one unit in the last place below the
+    selection's gives the same events and counts."""
     from mcdp import learning
 
     score = learning.SCORES_BY_FEATURES["moments"][model]
