@@ -303,13 +303,11 @@ HEADS = {"logistic": _logistic_head, "mlp": _mlp_head}
 def _affine(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     r"""The standardised features times ``w`` (``(F,)`` or ``(F, H)``), plus the
     standardisation's offset: :math:`\sum_f (\phi_f - \mu_f) w_f / s_f`, summed
-    block by block without building the ``(n, F)`` features. The logistic
-    scorers' guesses run in the engine's batched loop (every block of a chunk at
-    once), where XLA on a CPU once ran a product of the concatenated features ten
-    times slower than these sums (``svt1``: 17 s against 1.8 s for 1e6 draws). On
-    today's XLA it is as fast for the logistic scorer and slower for the
-    bit-pattern one (``svt1`` at 2e6: 3.98 and 7.0 s against 4.35 and 4.69 s;
-    benchmarks/RESULTS.md, "The MLP's hidden layer as one product on a CPU")."""
+    block by block without building the ``(n, F)`` features: the logistic
+    scorers' form off a CPU (on an H200 their counting took 0.002-0.04 of the time
+    NumPy needs to draw the outputs; :func:`_affine_by_term`, the CPU's form, has
+    not run there), and the probes' form of the MLP's hidden layer
+    (``benchmarks/probe_candidates.py``)."""
     w = w / (scorer.scale[:, None] if w.ndim == 2 else scorer.scale)
     offset = -jnp.tensordot(scorer.mean, w, axes=1)
     total = offset if w.ndim == 1 else offset[None, :]
@@ -325,10 +323,74 @@ def _affine(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     return total
 
 
+def _affine_by_term(
+    y: Array, w: Array, scorer: Scorer, parts: Callable = feature_parts
+) -> Array:
+    r""":func:`_affine` for a logistic scorer's ``w`` (``(F,)``), its form on a CPU:
+    a loop over the output coordinates that computes each one's features from its
+    own column and adds each term :math:`\phi_f w_f / s_f` in turn, elementwise
+    over the rows, which XLA's CPU code vectorises. The sums over each block's
+    axes, which XLA there hands to a library's reduction, took 2-5x as long per
+    row (benchmarks/RESULTS.md, "The logistic scorers term by term on a CPU"). A
+    loop rather than every coordinate unrolled: the unrolled terms ran up to 2x as
+    fast but took 0.5-1.7 s more to compile, a program of each shape, which a
+    small audit would pay. The same sum in another order: the scores differ from
+    :func:`_affine`'s at rounding."""
+    w = w / scorer.scale
+    y = jnp.reshape(y, (y.shape[0], -1))
+    k = y.shape[1]
+
+    def row(a: Array, i: Any) -> Array:
+        return jax.lax.dynamic_index_in_dim(a, i, axis=0, keepdims=True)
+
+    def column_parts(i: Any) -> tuple[Array, ...]:
+        column = jax.lax.dynamic_index_in_dim(y, i, axis=1, keepdims=True)
+        basis = scorer.basis
+        if basis is not None:
+            basis = Basis(row(basis.atoms, i), row(basis.knots, i))
+        return parts(column, basis)
+
+    # each block's weights, (k, m): coordinate i's are its row i
+    blocks, start = [], 0
+    for part in jax.eval_shape(column_parts, 0):
+        m = part.shape[-1]
+        blocks.append(w[start : start + k * m].reshape(k, m))
+        start += k * m
+
+    def add_terms(i: Any, total: Array) -> Array:
+        for part, block in zip(column_parts(i), blocks, strict=True):
+            weights = row(block, i)[0]
+            for j in range(part.shape[-1]):
+                total = total + part[:, 0, j] * weights[j]
+        return total
+
+    offset = -jnp.tensordot(scorer.mean, w, axes=1)
+    # the first coordinate outside the loop: its sums, computed from the rows, vary
+    # as they do over any axis that maps them (the engine's ``shard_map``)
+    return jax.lax.fori_loop(1, k, add_terms, add_terms(0, offset))
+
+
+def _logistic_affine(y: Array, w: Array, scorer: Scorer, parts: Callable) -> Array:
+    """:func:`_affine` of ``parts(y)``: the logistic scorers' form off a CPU."""
+    return _affine(parts(y, scorer.basis), w, scorer)
+
+
+# On a CPU, the logistic scorers sum term by term (:func:`_affine_by_term`); False:
+# by block there too (:func:`_affine`), the form off a CPU. Read where a score is
+# traced: clear JAX's caches after changing it (benchmarks/bench_logistic_terms.py).
+TERMS_ON_CPU = True
+
+
 def score_logistic(y: Array, scorer: Scorer, parts=feature_parts) -> Array:
     """The logit of logistic regression: high speaks for the first input."""
     w, b = scorer.weights
-    return _affine(parts(y, scorer.basis), w, scorer) + b
+    by_block = partial(_logistic_affine, parts=parts)
+    affine = jax.lax.platform_dependent(
+        y, w, scorer,
+        cpu=partial(_affine_by_term, parts=parts) if TERMS_ON_CPU else by_block,
+        default=by_block,
+    )  # fmt: skip
+    return affine + b
 
 
 def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:

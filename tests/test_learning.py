@@ -686,6 +686,44 @@ def test_quantiles_of_sorted_scores_are_numpys_to_the_last_bit(dtype):
         )
 
 
+def _equal_rows_scored(model: str, feature_set: str, *, batched: bool = False):
+    """Six distinct output rows (a continuous coordinate and 39 of three values)
+    repeated at random positions of four blocks of 1031 rows, and a scorer
+    ``model`` trained on them: every row's scores, block by block (``lax.map``),
+    whole and, where ``batched``, over the blocks at once (``vmap``), with the
+    index of the distinct row that each scored."""
+    rng = np.random.default_rng(3)
+    distinct = rng.integers(0, 3, size=(6, 40)).astype(float)
+    distinct[:, 0] = rng.laplace(size=6)
+    picks = rng.integers(0, 6, size=(2, 3000))
+    shift = rng.random((3000, 1)) < 0.3
+    with jax.enable_x64(True):
+        scorer = learning.fit(
+            cell_key(0, "fit"), distinct[picks[0]], distinct[picks[1]] + shift,
+            model=model, feature_set=feature_set, steps=20,
+        )  # fmt: skip
+        score = learning.SCORES_BY_FEATURES[feature_set][model]
+        which = rng.integers(0, 6, size=(4, 1031))
+        blocks = jax.numpy.asarray(distinct[which])
+        forms = [
+            jax.jit(jax.lax.map, static_argnums=0)(lambda y: score(y, scorer), blocks),
+            jax.jit(score)(blocks.reshape(-1, 40), scorer),
+        ]
+        if batched:
+            forms.append(jax.jit(jax.vmap(score, (0, None)))(blocks, scorer))
+    scores = np.concatenate([np.asarray(f).ravel() for f in forms])
+    return scores, np.tile(which.ravel(), len(forms))
+
+
+def _assert_equal_rows_score_alike(scores: np.ndarray, labels: np.ndarray) -> None:
+    for j in np.unique(labels):
+        if jax.default_backend() == "cpu":
+            assert np.unique(scores[labels == j]).size == 1
+        else:
+            same = scores[labels == j]
+            np.testing.assert_allclose(same, same[0], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("feature_set", ["moments", "bits"])
 def test_the_mlp_scores_equal_outputs_equally_wherever_they_lie(feature_set):
     """The MLP's product scores equal output rows to the same bits on a CPU, at
@@ -697,28 +735,54 @@ def test_the_mlp_scores_equal_outputs_equally_wherever_they_lie(feature_set):
     1e-12 (absolute and relative), far inside the hair below its atoms at which
     the portfolio puts a few-valued scorer's thresholds (``attacks._below_atoms``:
     1.5e-8 times max(1, |t|) in float64)."""
-    rng = np.random.default_rng(3)
-    distinct = rng.integers(0, 3, size=(6, 40)).astype(float)
-    distinct[:, 0] = rng.laplace(size=6)
-    picks = rng.integers(0, 6, size=(2, 3000))
-    shift = rng.random((3000, 1)) < 0.3
+    _assert_equal_rows_score_alike(*_equal_rows_scored("mlp", feature_set))
+
+
+@pytest.mark.parametrize("feature_set", learning.FEATURE_SETS)
+def test_the_logistic_scores_equal_outputs_equally_wherever_they_lie(feature_set):
+    """The logistic scorers' sums, term by term on a CPU, score equal output rows
+    to the same bits there, at every position of a block, block by block, whole or
+    over the blocks at once (the counting loop's form for them): each row's terms
+    are added in one order wherever it lies. Off a CPU, within 1e-12, as the
+    MLP's."""
+    scored = _equal_rows_scored("logistic", feature_set, batched=True)
+    _assert_equal_rows_score_alike(*scored)
+
+
+@pytest.mark.parametrize("feature_set", learning.FEATURE_SETS)
+def test_the_logistic_scores_term_by_term_are_the_sums_by_block(feature_set):
+    """On a CPU the logistic score adds each coordinate's terms in turn
+    (``learning._affine_by_term``); its sums by block (``learning._affine``, the
+    form off a CPU) compute the same number in another order: the two differ by at
+    most the sum of the forward errors of two float64 sums of 2F numbers, on
+    outputs with atoms, NaN and continuous values. On a CPU the score is the
+    term-by-term sum to the bit."""
+    rng = np.random.default_rng(4)
+    y = _mixed(rng, 4000)
+    y[rng.random(y.shape) < 0.05] = np.nan
     with jax.enable_x64(True):
         scorer = learning.fit(
-            cell_key(0, "fit"), distinct[picks[0]], distinct[picks[1]] + shift,
-            model="mlp", feature_set=feature_set, steps=20,
+            cell_key(0, "fit"), y[:2000], y[2000:] + 0.5, feature_set=feature_set,
+            steps=20,
         )  # fmt: skip
-        score = learning.SCORES_BY_FEATURES[feature_set]["mlp"]
-        which = rng.integers(0, 6, size=(4, 1031))
-        blocks = jax.numpy.asarray(distinct[which])
-        by_block = jax.jit(jax.lax.map, static_argnums=0)(
-            lambda y: score(y, scorer), blocks
-        )
-        whole = jax.jit(score)(blocks.reshape(-1, 40), scorer)
-    scores = np.concatenate([np.asarray(by_block).ravel(), np.asarray(whole)])
-    labels = np.concatenate([which.ravel(), which.ravel()])
-    for j in np.unique(labels):
-        if jax.default_backend() == "cpu":
-            assert np.unique(scores[labels == j]).size == 1
-        else:
-            same = scores[labels == j]
-            np.testing.assert_allclose(same, same[0], rtol=1e-12, atol=1e-12)
+        parts = {
+            "moments": learning.feature_parts, "bits": learning.bit_feature_parts,
+            "ramps": learning.ramp_feature_parts,
+        }[feature_set]  # fmt: skip
+        w = scorer.weights[0]
+        by_term = np.asarray(learning._affine_by_term(y, w, scorer, parts))
+        by_block = np.asarray(learning._logistic_affine(y, w, scorer, parts))
+        score = np.asarray(learning.SCORES_BY_FEATURES[feature_set]["logistic"](
+            y, scorer
+        ))  # fmt: skip
+        phi = np.asarray(learning.FEATURES[feature_set](y, scorer.basis))
+    # each form's sums of the F terms and of the F offsets err by at most 2 F u
+    # times the sum of their magnitudes, u = eps / 2 (the offsets' sum and the
+    # weights over the scales are the same in both)
+    magnitude = (np.abs(phi) + np.abs(np.asarray(scorer.mean))) @ np.abs(
+        np.asarray(w) / np.asarray(scorer.scale)
+    )
+    bound = 2 * phi.shape[1] * np.finfo(np.float64).eps * magnitude
+    assert np.all(np.abs(by_term - by_block) <= bound)
+    if jax.default_backend() == "cpu":
+        np.testing.assert_array_equal(score, by_term + np.asarray(scorer.weights[1]))
