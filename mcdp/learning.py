@@ -330,11 +330,11 @@ def _affine_by_term(
     a loop over the output coordinates that computes each one's features from its
     own column and adds each term :math:`\phi_f w_f / s_f` in turn, elementwise
     over the rows, which XLA's CPU code vectorises. The sums over each block's
-    axes, which XLA there hands to a library's reduction, took 2-5x as long per
-    row (benchmarks/RESULTS.md, "The logistic scorers term by term on a CPU"). A
-    loop rather than every coordinate unrolled: the unrolled terms ran up to 2x as
-    fast but took 0.5-1.7 s more to compile, a program of each shape, which a
-    small audit would pay. The same sum in another order: the scores differ from
+    axes, which XLA there hands to a library's reduction, took 1.6-5.4x as long
+    per row (benchmarks/RESULTS.md, "The logistic scorers term by term on a CPU").
+    A loop rather than every coordinate unrolled: the unrolled terms ran 1.3-2.5x
+    as fast but took 0.2-1.7 s more to compile, for each program, which a small
+    audit would pay. The same sum in another order: the scores differ from
     :func:`_affine`'s at rounding."""
     w = w / scorer.scale
     y = jnp.reshape(y, (y.shape[0], -1))
