@@ -161,3 +161,30 @@ def print_rows(
         if json_path:
             write_json(json_path, {"environment": env, key: done})
     return done
+
+
+def runs_main(
+    doc: str,
+    runs: str,
+    draws: int,
+    bench_run: Callable[[str, str, int, int], dict[str, Any]],
+    header: str,
+    line: Callable[[dict[str, Any]], str],
+) -> int:
+    """The ``main`` of a benchmark of ``case:attack`` runs: ``--runs`` (default
+    ``runs``), ``--draws`` (comma-separated N, default ``draws``), ``--seed`` and
+    ``--json``; ``bench_run(case, attack, n, seed)`` gives each row of the table
+    ``header`` (:func:`print_table`)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--runs", default=runs, help="comma-separated case:attack")
+    p.add_argument("--draws", type=parse_ints, default=[draws])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    rows = (
+        bench_run(*run.split(":"), n, args.seed)
+        for run in args.runs.split(",")
+        for n in args.draws
+    )
+    print_table(header, rows, line, args.json)
+    return 0

@@ -18,13 +18,12 @@ privacy profile, from the counts).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse_ints, print_table  # noqa: E402
+from _common import runs_main  # noqa: E402
 from bench_selection import FORMS, compared_row, in_both_forms  # noqa: E402
 
 from mcdp.attacks import auto_attack  # noqa: E402
@@ -55,19 +54,7 @@ HEADER = "| case | attack | N | counting s, batched / by block | ratio | same re
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", default=RUNS, help="comma-separated case:attack")
-    p.add_argument("--draws", type=parse_ints, default=[10_000_000])
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", default=None)
-    args = p.parse_args()
-    rows = (
-        bench_run(*run.split(":"), n, args.seed)
-        for run in args.runs.split(",")
-        for n in args.draws
-    )
-    print_table(HEADER, rows, _line, args.json)
-    return 0
+    return runs_main(__doc__, RUNS, 10_000_000, bench_run, HEADER, _line)
 
 
 if __name__ == "__main__":

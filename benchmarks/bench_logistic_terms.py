@@ -20,13 +20,12 @@ the counts should not.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse_ints, print_table  # noqa: E402
+from _common import runs_main  # noqa: E402
 from bench_selection import (  # noqa: E402
     compared_row,
     in_forms,
@@ -53,19 +52,14 @@ def _line(row: dict) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", default=RUNS, help="comma-separated case:attack")
-    p.add_argument("--draws", type=parse_ints, default=[2_000_000])
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", default=None)
-    args = p.parse_args()
-    rows = (
-        bench_run(*run.split(":"), n, args.seed)
-        for run in args.runs.split(",")
-        for n in args.draws
+    return runs_main(
+        __doc__,
+        RUNS,
+        2_000_000,
+        bench_run,
+        "| attack " + stages_header(tuple(FORMS)),
+        _line,
     )
-    print_table("| attack " + stages_header(tuple(FORMS)), rows, _line, args.json)
-    return 0
 
 
 if __name__ == "__main__":
