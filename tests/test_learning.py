@@ -776,9 +776,10 @@ def test_the_logistic_scores_term_by_term_are_the_sums_by_block(feature_set):
             y, scorer
         ))  # fmt: skip
         phi = np.asarray(learning.FEATURES[feature_set](y, scorer.basis))
-    # each form's sums of the F terms and of the F offsets err by at most 2 F u
-    # times the sum of their magnitudes, u = eps / 2 (the offsets' sum and the
-    # weights over the scales are the same in both)
+    # each form adds the F terms to the same offset; each such sum errs by at most
+    # (F + 1) u times the magnitudes summed, u = eps / 2, the products' rounding
+    # included: the two differ by at most about (F + 1) eps times them, and the
+    # bound allows twice that
     magnitude = (np.abs(phi) + np.abs(np.asarray(scorer.mean))) @ np.abs(
         np.asarray(w) / np.asarray(scorer.scale)
     )
