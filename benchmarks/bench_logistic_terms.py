@@ -48,7 +48,7 @@ def bench_run(name: str, attack: str, draws: int, seed: int) -> dict:
 
 
 def _line(row: dict) -> str:
-    return f"| {row['attack']} " + stages_line(row, tuple(FORMS))
+    return f"| {row['attack']} " + stages_line(row, FORMS)
 
 
 def main() -> int:
@@ -57,7 +57,7 @@ def main() -> int:
         RUNS,
         2_000_000,
         bench_run,
-        "| attack " + stages_header(tuple(FORMS)),
+        "| attack " + stages_header(FORMS),
         _line,
     )
 

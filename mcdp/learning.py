@@ -300,6 +300,17 @@ def _mlp_head(z: Array, weights: Any) -> Array:
 HEADS = {"logistic": _logistic_head, "mlp": _mlp_head}
 
 
+def _weight_blocks(w: Array, k: int, widths: list[int]) -> list[Array]:
+    """``w``'s rows, in the order of the flat features (:func:`_flat`), split by
+    feature block: ``(k, m, ...)`` for a block of ``m`` features per each of the
+    ``k`` output coordinates, for each ``m`` of ``widths`` in turn."""
+    blocks, start = [], 0
+    for m in widths:
+        blocks.append(w[start : start + k * m].reshape((k, m) + w.shape[1:]))
+        start += k * m
+    return blocks
+
+
 def _affine(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     r"""The standardised features times ``w`` (``(F,)`` or ``(F, H)``), plus the
     standardisation's offset: :math:`\sum_f (\phi_f - \mu_f) w_f / s_f`, summed
@@ -311,11 +322,8 @@ def _affine(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     w = w / (scorer.scale[:, None] if w.ndim == 2 else scorer.scale)
     offset = -jnp.tensordot(scorer.mean, w, axes=1)
     total = offset if w.ndim == 1 else offset[None, :]
-    start = 0
-    for part in parts:
-        _, k, m = part.shape
-        block = w[start : start + k * m].reshape((k, m) + w.shape[1:])
-        start += k * m
+    blocks = _weight_blocks(w, parts[0].shape[1], [p.shape[2] for p in parts])
+    for part, block in zip(parts, blocks, strict=True):
         if w.ndim == 1:
             total = total + jnp.sum(part * block[None], axis=(1, 2))
         else:
@@ -351,11 +359,8 @@ def _affine_by_term(
         return parts(column, basis)
 
     # each block's weights, (k, m): coordinate i's are its row i
-    blocks, start = [], 0
-    for part in jax.eval_shape(column_parts, 0):
-        m = part.shape[-1]
-        blocks.append(w[start : start + k * m].reshape(k, m))
-        start += k * m
+    widths = [part.shape[-1] for part in jax.eval_shape(column_parts, 0)]
+    blocks = _weight_blocks(w, k, widths)
 
     def add_terms(i: Any, total: Array) -> Array:
         for part, block in zip(column_parts(i), blocks, strict=True):
