@@ -337,7 +337,7 @@ def _naive_svt(variant, x, rho, nu, params):
 
 
 @pytest.mark.parametrize("variant", ["svt1", "svt2", "svt3", "svt4", "svt5", "svt6"])
-@pytest.mark.parametrize("cutoff", [1, 3])
+@pytest.mark.parametrize("cutoff", [1, 3, 7])  # 7: every query answered
 def test_svt_against_a_naive_loop_on_the_same_noise(key, variant, cutoff):
     x = np.array([1.0, 3.0, -1.0, 2.0, 0.0, 4.0, 1.0])
     params = svt_params(variant, 1.0, cutoff, 1.5)

@@ -177,31 +177,44 @@ def svt_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
 
 def svt2_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
     r"""Alg. 2: the threshold noise is drawn afresh after each answer above (after
-    one at query i, DP-Sniper's draw for query i: column i + 1 of ``rho``). The
-    queries are scanned in order (``lax.scan``), the batch at once; an unrolled
-    chain of ``where`` ran ten times slower on CPU."""
+    one at query i, DP-Sniper's draw for query i: column i + 1 of ``rho``).
+
+    Computed run by run: each pass of a loop compares the queries from the current
+    run's start with the current threshold at once, finds the run's first answer
+    above, writes the run's outputs up to it and takes the next threshold draw;
+    after c passes (the cutoff) the queries left stay :data:`ABORTED`. The
+    comparisons are those of Lyu et al.'s query-by-query loop, and so are the
+    outputs, bit for bit (``tests/test_mechanisms_suite.py``).
+
+    Only the loop reads the noise, and only its values: in the engine's counting
+    on a CPU, XLA computed the Laplace noise's logarithms once but recomputed its
+    Threefry bits in every fusion that read the noise outside the loop, and a
+    scan over the queries, or a first pass outside the loop, cost twice as much
+    (``benchmarks/RESULTS.md``, "Sparse Vector's Alg. 2 run by run").
+    """
+    n, d = x.shape
     threshold = jnp.asarray(params.threshold, x.dtype)
-    cutoff = jnp.asarray(params.cutoff, jnp.int32)
-    aborted = jnp.asarray(ABORTED, x.dtype)
-    fresh = jnp.roll(rho, -1, axis=1)  # column i: the draw after an answer at i
+    query = jnp.arange(d, dtype=jnp.int32)[None, :]
 
-    def step(carry, columns):
-        current, count = carry
-        noisy, replacement = columns
-        above = noisy >= threshold + current
-        answered = count < cutoff
-        hit = above & answered
-        out = jnp.where(answered, above.astype(x.dtype), aborted)
-        return (
-            jnp.where(hit, replacement, current),
-            count + hit.astype(count.dtype),
-        ), out
+    def run(_, state):
+        out, start, current = state
+        above = x + nu >= threshold + current[:, None]
+        live = query >= start[:, None]
+        first = jnp.min(jnp.where(above & live, query, d), axis=1)  # d: none
+        out = jnp.where(live & (query <= first[:, None]), above.astype(x.dtype), out)
+        # the draw after an answer at `first`; none is read after the last query
+        after = jnp.minimum(first + 1, d - 1)[:, None]
+        return out, first + 1, jnp.take_along_axis(rho, after, axis=1)[:, 0]
 
-    # the carry derives from the noise, so it varies across devices as the noise
-    # does inside the engine's shard_map
-    start = (rho[:, 0], jnp.zeros_like(rho[:, 0], dtype=jnp.int32))
-    _, out = jax.lax.scan(step, start, ((x + nu).T, fresh.T))
-    return out.T
+    # a carry from the noise's shape (full_like, zeros_like) varies across devices
+    # as the noise does inside the engine's shard_map, without reading it
+    start = (
+        jnp.full_like(nu, ABORTED),
+        jnp.zeros_like(rho[:, 0], dtype=jnp.int32),
+        rho[:, 0],
+    )
+    runs = jnp.minimum(jnp.asarray(params.cutoff, jnp.int32), d)
+    return jax.lax.fori_loop(0, runs, run, start)[0]
 
 
 def svt3_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
