@@ -186,13 +186,13 @@ def svt2_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array
     comparisons are those of Lyu et al.'s query-by-query loop, and so are the
     outputs, bit for bit (``tests/test_mechanisms_suite.py``).
 
-    Only the loop reads the noise, and only its values: in the engine's counting
-    on a CPU, XLA computed the Laplace noise's logarithms once but recomputed its
-    Threefry bits in every fusion that read the noise outside the loop, and a
-    scan over the queries, or a first pass outside the loop, cost twice as much
+    The loop alone reads the query noise and the threshold draws after the first:
+    in the engine's counting on a CPU, XLA computed the Laplace noise's logarithms
+    once but recomputed its Threefry bits in every fusion that read the noise, and
+    a scan over the queries, or a first pass outside the loop, cost twice as much
     (``benchmarks/RESULTS.md``, "Sparse Vector's Alg. 2 run by run").
     """
-    n, d = x.shape
+    d = x.shape[1]
     threshold = jnp.asarray(params.threshold, x.dtype)
     query = jnp.arange(d, dtype=jnp.int32)[None, :]
 
