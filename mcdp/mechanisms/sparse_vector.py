@@ -208,13 +208,13 @@ def svt2_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array
 
     # a carry from the noise's shape (full_like, zeros_like) varies across devices
     # as the noise does inside the engine's shard_map, without reading it
-    start = (
+    first_run = (
         jnp.full_like(nu, ABORTED),
         jnp.zeros_like(rho[:, 0], dtype=jnp.int32),
         rho[:, 0],
     )
     runs = jnp.minimum(jnp.asarray(params.cutoff, jnp.int32), d)
-    return jax.lax.fori_loop(0, runs, run, start)[0]
+    return jax.lax.fori_loop(0, runs, run, first_run)[0]
 
 
 def svt3_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
