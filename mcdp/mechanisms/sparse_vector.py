@@ -186,11 +186,11 @@ def svt2_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array
     comparisons are those of Lyu et al.'s query-by-query loop, and so are the
     outputs, bit for bit (``tests/test_mechanisms_suite.py``).
 
-    The loop alone reads the query noise and the threshold draws after the first:
-    in the engine's counting on a CPU, XLA computed the Laplace noise's logarithms
-    once but recomputed its Threefry bits in every fusion that read the noise, and
-    a scan over the queries, or a first pass outside the loop, cost twice as much
-    (``benchmarks/RESULTS.md``, "Sparse Vector's Alg. 2 run by run").
+    The loop alone reads the query noise and the threshold draws after the first.
+    A scan over the queries, or a first pass outside the loop, counted at twice the
+    time in the engine on a CPU; their programs read the noise in more fusions, each
+    of which recomputed its Threefry bits (``benchmarks/RESULTS.md``, "Sparse
+    Vector's Alg. 2 run by run").
     """
     d = x.shape[1]
     threshold = jnp.asarray(params.threshold, x.dtype)
