@@ -268,6 +268,12 @@ def ramp_features(y: Array, basis: Basis | None = None) -> Array:
 
 
 FEATURES = {"moments": features, "bits": bit_features, "ramps": ramp_features}
+# each feature set's blocks, side by side in FEATURES; the scores' ``parts``
+FEATURE_PARTS = {
+    "moments": feature_parts,
+    "bits": bit_feature_parts,
+    "ramps": ramp_feature_parts,
+}
 
 
 class Scorer(NamedTuple):

@@ -765,10 +765,7 @@ def test_the_logistic_scores_term_by_term_are_the_sums_by_block(feature_set):
             cell_key(0, "fit"), y[:2000], y[2000:] + 0.5, feature_set=feature_set,
             steps=20,
         )  # fmt: skip
-        parts = {
-            "moments": learning.feature_parts, "bits": learning.bit_feature_parts,
-            "ramps": learning.ramp_feature_parts,
-        }[feature_set]  # fmt: skip
+        parts = learning.FEATURE_PARTS[feature_set]
         w = scorer.weights[0]
         by_term = np.asarray(learning._affine_by_term(y, w, scorer, parts))
         by_block = np.asarray(learning._logistic_affine(y, w, scorer, parts))
