@@ -398,6 +398,9 @@ class Cell:
     prep_seconds: float | None = None  # the record's `attack_seconds` (preparation)
     prep_stages: dict[str, float] | None = None  # the record's `attack_stages`
     audit_cpu_utilisation: float | None = None
+    # the process's peak resident memory when the audit ended (ru_maxrss; with the
+    # warm-up and any case before it in the process: one case per run for its own)
+    audit_max_rss_bytes: int | None = None
     attack: str | None = None  # the attack the default chose
     epsilon_lower: float | None = None
     epsilon_exact: float | None = None
@@ -442,6 +445,16 @@ def skip_reason(name: str) -> str | None:
     if name not in SAMPLERS:
         return "no NumPy sampler written for it (bench_floor.SAMPLERS)"
     return None
+
+
+def _max_rss_bytes() -> int | None:
+    """This process's peak resident set so far, in bytes (``None`` off POSIX)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # macOS: bytes; else KiB
 
 
 def _spec(name: str, seed: int) -> mcdp.AuditSpec:
@@ -497,6 +510,7 @@ def bench_case(
                 prep_seconds=record.attack_seconds,
                 prep_stages=record.attack_stages,
                 audit_cpu_utilisation=audit.cpu_utilisation,
+                audit_max_rss_bytes=_max_rss_bytes(),
                 attack=record.attack,
                 epsilon_lower=record.epsilon_lower,
                 epsilon_exact=record.epsilon_exact,

@@ -537,27 +537,79 @@ def fit(
     weights = _init(key, model, phi.shape[-1], dtype)
     rate = jnp.asarray(learning_rate, dtype)
     rows = (y.shape[0] // batch) * batch  # the rows that the steps use
-    cached = features_fit(rows * phi.shape[-1], phi.dtype.itemsize)
+    scalars = rows * phi.shape[-1]
+    cached = features_fit(scalars, phi.dtype.itemsize)
+    given = cached and scalars > FEATURE_SCALARS and feature_set in BUILT_IN_PIECES
+    if given:  # built piece by piece, then trained on as they are
+        y = _standardized_in_pieces(y[:rows], basis, mean, scale, feature_set)
     with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
         trained = _train(
             y, labels, mean, scale, weights, basis, rate, model=model, steps=steps,
-            batch=batch, feature_set=feature_set, cached=cached,
+            batch=batch, feature_set=feature_set, cached=cached and not given,
+            given=given,
         )  # fmt: skip
     return Scorer(mean, scale, trained, basis)
+
+
+@partial(jax.jit, static_argnames=("feature_set",))
+def _standardized_piece(y, basis, mean, scale, *, feature_set):
+    return _standardized(FEATURES[feature_set](y, basis), mean, scale)
+
+
+@partial(jax.jit, donate_argnums=0)
+def _put_rows(out, rows, start):
+    return jax.lax.dynamic_update_slice_in_dim(out, rows, start, 0)
+
+
+def _standardized_in_pieces(
+    y: Array, basis: Basis, mean: Array, scale: Array, feature_set: str
+) -> Array:
+    """The standardised features of ``y``'s rows, each :data:`PIECE_ROWS` of them
+    computed by one program and written in place into one array: at the peak, that
+    array and a piece's, where one program for all the rows held the bit features'
+    concatenation beside it.
+
+    The same numbers as that program's, to the last bit
+    (``tests/test_learning.py``): a program of a piece's rows fuses their
+    arithmetic as one of all the rows does, where a loop over the pieces inside
+    one program, or a program that also wrote its piece into the array, fused the
+    bit features' ``precision / nmant`` into their standardisation otherwise and
+    changed them at rounding."""
+    rows = y.shape[0]
+    out = jnp.zeros((rows, mean.shape[0]), mean.dtype)
+    for start in range(0, rows, PIECE_ROWS):
+        part = _standardized_piece(
+            y[start : start + PIECE_ROWS], basis, mean, scale, feature_set=feature_set
+        )
+        out = _put_rows(out, part, start)
+    return out
 
 
 # The training features are computed once where they hold at most FEATURE_SCALARS
 # numbers, on any device; on a CPU also where FEATURE_COPIES arrays of their size fit
 # in FEATURE_MEMORY_SHARE of the memory the process may use; else every step.
-# They live only while the scorer trains. XLA's CPU code concatenates the bit
-# features' blocks into one array before it standardises them: on 2e6 training
-# outputs in 10 coordinates, 6.0 GB of temporaries for 3.0 GB of features (1.6 GB
-# for the moments' 1.6 GB). On an accelerator a batch's features cost next to
-# nothing beside its step (the H200 trains each of svt1's scorers on 1e6 outputs
-# per input in well under a second), so there the memory is kept.
+# They live only while the scorer trains. In one program, XLA's CPU code
+# concatenates the bit features' blocks into one array before it standardises
+# them: on 2e6 training outputs in 10 coordinates, 6.0 GB of temporaries for 3.0 GB
+# of features. Past FEATURE_SCALARS they are therefore built in pieces (below). On
+# an accelerator a batch's features cost next to nothing beside its step (the H200
+# trains each of svt1's scorers on 1e6 outputs per input in well under a second),
+# so there the memory is kept.
 FEATURE_SCALARS = 1 << 26
 FEATURE_MEMORY_SHARE = 1 / 3
 FEATURE_COPIES = 2
+# Past FEATURE_SCALARS, the feature sets whose features are built PIECE_ROWS rows
+# at a time (_standardized_in_pieces). A process that fitted svt1's bit scorer on
+# 2e6 outputs (3.3 GB of features) peaked at 7.4 GB with one program for all the
+# rows, 4.4 GB in pieces, and the fit took 15.4-15.6 s against 11.1-11.4 s
+# (prefix-sum: 6.4 GB against 3.9 GB, 13.4-13.5 s against 9.3-9.7 s; noisy-hist1's
+# 1.4 GB of bit features, the same peak, 0.3-0.5 s slower in pieces). The moments'
+# one program held no such copy (2.8 GB against 2.9 GB) and was 0.35-1.1 s faster.
+# Pieces of 65536 rows faulted in 2.6 million pages for svt1's bit features where
+# those of 8192 rows faulted in 1.0 million, 1.7 s faster (2-core Intel Xeon;
+# benchmarks/RESULTS.md, "The bit features built in pieces").
+BUILT_IN_PIECES = frozenset({"bits"})
+PIECE_ROWS = 8192
 
 
 def machine_memory() -> int | None:
@@ -629,20 +681,25 @@ def features_fit(scalars: int, itemsize: int, platform: str | None = None) -> bo
     return memory is not None and peak <= FEATURE_MEMORY_SHARE * memory
 
 
-@partial(jax.jit, static_argnames=("model", "steps", "batch", "feature_set", "cached"))
+@partial(
+    jax.jit,
+    static_argnames=("model", "steps", "batch", "feature_set", "cached", "given"),
+)
 def _train(
     y, labels, mean, scale, weights, basis, learning_rate, *, model, steps, batch,
-    feature_set, cached,
+    feature_set, cached, given=False,
 ):  # fmt: skip
     """``steps`` Adam steps on the cross-entropy, full batch where ``batch`` is the
     sample's size, else on its consecutive blocks of ``batch`` rows in turn; one
-    compile per model, feature set, sample shape, dtype and ``cached``. Where
-    ``cached``, the standardised features of the rows used are computed once, else
-    every step on its batch: the same numbers either way (the features are
-    elementwise per row, and XLA fuses their arithmetic alike in both forms: the
-    suite's scorers are the same to the last bit, ``benchmarks/RESULTS.md``; a form
-    that computed them block by block, ``lax.map``, fused the bit features'
-    ``precision / nmant`` into their standardisation and changed them at rounding)."""
+    compile per model, feature set, sample shape, dtype and form. Where
+    ``cached``, the standardised features of the rows used are computed once; where
+    ``given``, ``y`` is those features already (:func:`_standardized_in_pieces`); else
+    they are computed every step on its batch: the same numbers in every form (the
+    features are elementwise per row, and XLA fuses their arithmetic alike in each:
+    the suite's scorers are the same to the last bit, ``benchmarks/RESULTS.md``; a
+    form that computed them block by block inside one program, ``lax.map`` or a
+    loop, fused the bit features' ``precision / nmant`` into their standardisation
+    otherwise and changed them at rounding)."""
     featurize, head = FEATURES[feature_set], HEADS[model]
     optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
     blocks = y.shape[0] // batch
@@ -654,7 +711,7 @@ def _train(
     inputs = standardized(y) if cached else y
 
     def loss(weights, inputs, labels):
-        z = inputs if cached else standardized(inputs)
+        z = inputs if cached or given else standardized(inputs)
         return jnp.mean(optax.sigmoid_binary_cross_entropy(head(z, weights), labels))
 
     def step(i, state):

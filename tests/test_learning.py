@@ -4,6 +4,7 @@ mcdp.attacks.learned_sizes)."""
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
@@ -247,17 +248,22 @@ def test_a_shared_training_sample_trains_the_scorer_of_the_outputs(model, featur
 def test_features_computed_once_or_every_step_train_the_same_scorer(
     monkeypatch, model, feature_set
 ):
-    """Where they fit in memory, the training features are computed once, else
+    """Where they fit in memory, the training features are computed once (in one
+    program, or in pieces past :data:`mcdp.learning.FEATURE_SCALARS`), else
     every step on its batch: on a CPU, the scorer is the same to the last bit (in
     minibatches, with atoms and hinges), so the machine's memory decides the time of
     a preparation and never its result. Off a CPU the form follows the sample's size
-    alone (:func:`mcdp.learning.features_fit`), and the two forms' scorers agree to
+    alone (:func:`mcdp.learning.features_fit`), and the forms' scorers agree to
     rounding: on an H200, the bit features' weights differed in their last bit or
     two (8e-15 relative at most)."""
     first, second = _minibatch_outputs(4, learning.BATCH)
     trained = []
-    for once in (True, False):
+    for form in ("one program", "in pieces", "every step"):
+        once = form != "every step"
         monkeypatch.setattr(learning, "features_fit", lambda *_, once=once: once)
+        scalars = 0 if form == "in pieces" else 1 << 26
+        monkeypatch.setattr(learning, "FEATURE_SCALARS", scalars)
+        monkeypatch.setattr(learning, "BUILT_IN_PIECES", set(learning.FEATURE_SETS))
         key = cell_key(2, "fit")
         with jax.enable_x64(True):
             trained.append(
@@ -265,13 +271,45 @@ def test_features_computed_once_or_every_step_train_the_same_scorer(
                     key, first, second, model=model, feature_set=feature_set, steps=30
                 )
             )
+    for other in trained[1:]:
+        if jax.default_backend() == "cpu":
+            _assert_same_scorer(trained[0], other)
+        else:
+            for x, y in zip(*map(jax.tree.leaves, (trained[0], other)), strict=True):
+                np.testing.assert_allclose(
+                    np.asarray(x), np.asarray(y), rtol=1e-12, atol=1e-14
+                )
+
+
+@pytest.mark.parametrize("feature_set", learning.FEATURE_SETS)
+def test_standardised_features_in_pieces_are_those_of_one_program(feature_set):
+    """The training features built in pieces into one array are, to the last bit,
+    those of one program over all the rows (on a CPU, where that form is used: a
+    loop over the pieces inside one program rounded the bit features' ``precision
+    / nmant`` otherwise), the rows' features in order, a last, shorter piece
+    included."""
+    first, second = _minibatch_outputs(5, 2 * learning.BATCH)
+    with jax.enable_x64(True):
+        y, _, basis, batch = learning.training_sample(first, second)
+        rows = (y.shape[0] // batch) * batch - 100  # not a multiple of a piece
+        phi = learning.FEATURES[feature_set](y[:batch], basis)
+        mean, scale = jnp.mean(phi, axis=0), jnp.std(phi, axis=0) + 1.0
+
+        @jax.jit
+        def one_program(y, basis, mean, scale):  # as the training computes them
+            phi = learning.FEATURES[feature_set](y, basis)
+            return learning._standardized(phi, mean, scale)
+
+        whole = one_program(y[:rows], basis, mean, scale)
+        built = learning._standardized_in_pieces(
+            y[:rows], basis, mean, scale, feature_set
+        )
+    assert built.shape == (rows, phi.shape[1])
+    assert rows > 2 * batch and rows % learning.PIECE_ROWS
     if jax.default_backend() == "cpu":
-        _assert_same_scorer(*trained)
+        np.testing.assert_array_equal(np.asarray(built), np.asarray(whole))
     else:
-        for x, y in zip(*map(jax.tree.leaves, trained), strict=True):
-            np.testing.assert_allclose(
-                np.asarray(x), np.asarray(y), rtol=1e-12, atol=1e-14
-            )
+        np.testing.assert_allclose(built, whole, rtol=1e-12, atol=1e-14)
 
 
 def test_features_are_computed_once_up_to_a_share_of_a_cpus_memory(monkeypatch):
