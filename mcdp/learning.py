@@ -601,13 +601,13 @@ FEATURE_COPIES = 2
 # Past FEATURE_SCALARS, the feature sets whose features are built PIECE_ROWS rows
 # at a time (_standardized_in_pieces). A process that fitted svt1's bit scorer on
 # 2e6 outputs (3.3 GB of features) peaked at 7.4 GB with one program for all the
-# rows, 4.4 GB in pieces, and the fit took 15.4-15.6 s against 11.1-11.4 s
-# (prefix-sum: 6.4 GB against 3.9 GB, 13.4-13.5 s against 9.3-9.7 s; noisy-hist1's
+# rows, 4.4 GB in pieces, and the fit took 14.7-15.6 s against 11.1-11.4 s
+# (prefix-sum: 6.4 GB against 3.9 GB, 12.8-13.5 s against 9.3-9.7 s; noisy-hist1's
 # 1.4 GB of bit features, the same peak, 0.3-0.5 s slower in pieces). The moments'
-# one program held no such copy (2.8 GB against 2.9 GB) and was 0.35-1.1 s faster.
-# Pieces of 65536 rows faulted in 2.6 million pages for svt1's bit features where
-# those of 8192 rows faulted in 1.0 million, 1.7 s faster (2-core Intel Xeon;
-# benchmarks/RESULTS.md, "The bit features built in pieces").
+# one program held no such copy (2.8 GB against 2.9-3.0 GB) and was 0.3-1.9 s
+# faster. Pieces of 65536 rows faulted in 2.6 million pages for svt1's bit features
+# where those of 8192 rows faulted in 1.0 million, about 2 s faster (2-core Intel
+# Xeon; benchmarks/RESULTS.md, "The bit features built in pieces").
 BUILT_IN_PIECES = frozenset({"bits"})
 PIECE_ROWS = 8192
 
