@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -188,3 +189,9 @@ def runs_main(
     )
     print_table(header, rows, line, args.json)
     return 0
+
+
+def max_rss_bytes(usage: Any) -> int:
+    """The peak resident set of a ``resource.getrusage`` (or ``os.wait4``) result,
+    in bytes: ``ru_maxrss`` is in bytes on macOS and in KiB elsewhere."""
+    return usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)

@@ -123,6 +123,7 @@ from _common import (  # noqa: E402
     best_of,
     environment,
     environment_line,
+    max_rss_bytes,
     parse_count_or_zero,
     parse_ints,
     write_json,
@@ -453,8 +454,7 @@ def _max_rss_bytes() -> int | None:
         import resource
     except ImportError:
         return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024  # macOS: bytes; else KiB
+    return max_rss_bytes(resource.getrusage(resource.RUSAGE_SELF))
 
 
 def _spec(name: str, seed: int) -> mcdp.AuditSpec:

@@ -41,7 +41,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from _common import environment, environment_line, parse_ints, write_json
+from _common import (
+    environment,
+    environment_line,
+    max_rss_bytes,
+    parse_ints,
+    write_json,
+)
 
 from mcdp.engines.device import chunk_blocks_for
 from mcdp.mechanisms import MECHANISMS
@@ -101,8 +107,7 @@ def run_audit(command: Sequence[str]) -> tuple[dict, float, float]:
                 f"{err.read()[-2000:]}"
             )
         record = json.loads(out.read())
-    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes or KiB
-    return record, wall, usage.ru_maxrss * unit / 1e6
+    return record, wall, max_rss_bytes(usage) / 1e6
 
 
 def format_table(

@@ -538,22 +538,27 @@ def fit(
     rate = jnp.asarray(learning_rate, dtype)
     rows = (y.shape[0] // batch) * batch  # the rows that the steps use
     scalars = rows * phi.shape[-1]
-    cached = features_fit(scalars, phi.dtype.itemsize)
-    given = cached and scalars > FEATURE_SCALARS and feature_set in BUILT_IN_PIECES
-    if given:  # built piece by piece, then trained on as they are
+    if not features_fit(scalars, phi.dtype.itemsize):
+        form = "every step"
+    elif scalars > FEATURE_SCALARS and feature_set in BUILT_IN_PIECES:
+        form = "given"  # built piece by piece, then trained on as they are
         y = _standardized_in_pieces(y[:rows], basis, mean, scale, feature_set)
+    else:
+        form = "once"
     with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
         trained = _train(
             y, labels, mean, scale, weights, basis, rate, model=model, steps=steps,
-            batch=batch, feature_set=feature_set, cached=cached and not given,
-            given=given,
+            batch=batch, feature_set=feature_set, form=form,
         )  # fmt: skip
     return Scorer(mean, scale, trained, basis)
 
 
-@partial(jax.jit, static_argnames=("feature_set",))
-def _standardized_piece(y, basis, mean, scale, *, feature_set):
+def _standardized_features(y, basis, mean, scale, feature_set):
+    """The features of ``feature_set`` of ``y``'s rows, standardised."""
     return _standardized(FEATURES[feature_set](y, basis), mean, scale)
+
+
+_standardized_piece = jax.jit(_standardized_features, static_argnames="feature_set")
 
 
 @partial(jax.jit, donate_argnums=0)
@@ -579,7 +584,7 @@ def _standardized_in_pieces(
     out = jnp.zeros((rows, mean.shape[0]), mean.dtype)
     for start in range(0, rows, PIECE_ROWS):
         part = _standardized_piece(
-            y[start : start + PIECE_ROWS], basis, mean, scale, feature_set=feature_set
+            y[start : start + PIECE_ROWS], basis, mean, scale, feature_set
         )
         out = _put_rows(out, part, start)
     return out
@@ -681,37 +686,34 @@ def features_fit(scalars: int, itemsize: int, platform: str | None = None) -> bo
     return memory is not None and peak <= FEATURE_MEMORY_SHARE * memory
 
 
-@partial(
-    jax.jit,
-    static_argnames=("model", "steps", "batch", "feature_set", "cached", "given"),
-)
+@partial(jax.jit, static_argnames=("model", "steps", "batch", "feature_set", "form"))
 def _train(
     y, labels, mean, scale, weights, basis, learning_rate, *, model, steps, batch,
-    feature_set, cached, given=False,
+    feature_set, form,
 ):  # fmt: skip
     """``steps`` Adam steps on the cross-entropy, full batch where ``batch`` is the
     sample's size, else on its consecutive blocks of ``batch`` rows in turn; one
-    compile per model, feature set, sample shape, dtype and form. Where
-    ``cached``, the standardised features of the rows used are computed once; where
-    ``given``, ``y`` is those features already (:func:`_standardized_in_pieces`); else
-    they are computed every step on its batch: the same numbers in every form (the
-    features are elementwise per row, and XLA fuses their arithmetic alike in each:
-    the suite's scorers are the same to the last bit, ``benchmarks/RESULTS.md``; a
-    form that computed them block by block inside one program, ``lax.map`` or a
-    loop, fused the bit features' ``precision / nmant`` into their standardisation
-    otherwise and changed them at rounding)."""
-    featurize, head = FEATURES[feature_set], HEADS[model]
+    compile per model, feature set, sample shape, dtype and ``form``. Where it is
+    ``"once"``, the standardised features of the rows used are computed once; where
+    ``"given"``, ``y`` is those features already (:func:`_standardized_in_pieces`);
+    ``"every step"`` computes them on each step's batch: the same numbers in every
+    form (the features are elementwise per row, and XLA fuses their arithmetic alike
+    in each: the suite's scorers are the same to the last bit,
+    ``benchmarks/RESULTS.md``; a form that computed them block by block inside one
+    program, ``lax.map`` or a loop, fused the bit features' ``precision / nmant``
+    into their standardisation otherwise and changed them at rounding)."""
+    head = HEADS[model]
     optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
     blocks = y.shape[0] // batch
     y, labels = y[: blocks * batch], labels[: blocks * batch]
 
     def standardized(y):
-        return _standardized(featurize(y, basis), mean, scale)
+        return _standardized_features(y, basis, mean, scale, feature_set)
 
-    inputs = standardized(y) if cached else y
+    inputs = standardized(y) if form == "once" else y
 
     def loss(weights, inputs, labels):
-        z = inputs if cached or given else standardized(inputs)
+        z = standardized(inputs) if form == "every step" else inputs
         return jnp.mean(optax.sigmoid_binary_cross_entropy(head(z, weights), labels))
 
     def step(i, state):
