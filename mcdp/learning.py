@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -53,19 +53,47 @@ ATOM_SHARE = 1e-3  # an atom holds at least this share of the training outputs
 ATOM_COUNT = 10  # and at least this many of them
 
 
-def _sorted_columns(y: np.ndarray) -> list[np.ndarray]:
-    """Each output coordinate's values other than NaN, sorted (as ``numpy.unique``
-    sorts them): the atoms, their counts and the hinges all come from one sort."""
+def _sorted(column: np.ndarray) -> np.ndarray:
+    """A coordinate's values other than NaN, sorted (as ``numpy.unique`` sorts
+    them): its atoms, their counts and its hinges all come from one sort."""
+    values = column[~np.isnan(column)]
+    values.sort()
+    return values
+
+
+def _columns(y: np.ndarray) -> Iterator[np.ndarray]:
+    """The output coordinates of ``y`` (shape ``(n, ...)``), one at a time."""
     y = np.asarray(y)
-    columns = []
-    for column in y.reshape(y.shape[0], -1).T:
-        values = column[~np.isnan(column)]
-        values.sort()
-        columns.append(values)
-    return columns
+    return iter(y.reshape(y.shape[0], -1).T)
 
 
-def find_atoms(y: np.ndarray, columns: list[np.ndarray] | None = None) -> np.ndarray:
+def _atoms_of_sorted(ordered: np.ndarray, least: float) -> np.ndarray:
+    """A coordinate's atoms, sorted, from its sorted values: ``numpy.unique``'s
+    values and counts, the :data:`MAX_ATOMS` most frequent of those counted at
+    least ``least`` times."""
+    first = np.ones(ordered.shape, dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    values = ordered[first]
+    counts = np.diff(np.append(np.flatnonzero(first), ordered.size))
+    frequent = np.argsort(-counts, kind="stable")[:MAX_ATOMS]
+    frequent = frequent[counts[frequent] >= least]
+    return np.sort(values[frequent])
+
+
+def _least_atom_count(n: int) -> float:
+    """How many of ``n`` outputs an atom holds at least."""
+    return max(ATOM_COUNT, ATOM_SHARE * n)
+
+
+def _padded(rows: list[np.ndarray], dtype) -> np.ndarray:
+    """``rows`` of several lengths as one array, NaN-padded to the longest."""
+    out = np.full((len(rows), max((len(r) for r in rows), default=0)), np.nan, dtype)
+    for row, values in zip(out, rows, strict=True):
+        row[: len(values)] = values
+    return out
+
+
+def find_atoms(y: np.ndarray) -> np.ndarray:
     r"""The values that each output coordinate takes often in ``y`` (shape
     ``(n, ...)``): shape ``(k, A)`` for the ``k`` coordinates, NaN-padded.
 
@@ -75,48 +103,45 @@ def find_atoms(y: np.ndarray, columns: list[np.ndarray] | None = None) -> np.nda
     at least :data:`ATOM_SHARE` of the outputs, and :data:`ATOM_COUNT` of them, take
     it; up to :data:`MAX_ATOMS` per coordinate, the most frequent. ``A`` is 0 where
     no coordinate has one, and the features are then those of continuous outputs.
-    ``columns``: :func:`_sorted_columns` of ``y``, where the caller has them.
     """
     y = np.asarray(y)
-    columns = _sorted_columns(y) if columns is None else columns
-    least = max(ATOM_COUNT, ATOM_SHARE * y.shape[0])
-    per_coordinate = []
-    for ordered in columns:
-        # numpy.unique's values and counts, from the sorted values
-        first = np.ones(ordered.shape, dtype=bool)
-        first[1:] = ordered[1:] != ordered[:-1]
-        values = ordered[first]
-        counts = np.diff(np.append(np.flatnonzero(first), ordered.size))
-        frequent = np.argsort(-counts, kind="stable")[:MAX_ATOMS]
-        frequent = frequent[counts[frequent] >= least]
-        per_coordinate.append(np.sort(values[frequent]))
-    width = max((len(a) for a in per_coordinate), default=0)
-    atoms = np.full((len(columns), width), np.nan, dtype=y.dtype)
-    for row, values in zip(atoms, per_coordinate, strict=True):
-        row[: len(values)] = values
-    return atoms
+    least = _least_atom_count(y.shape[0])
+    atoms = [_atoms_of_sorted(_sorted(column), least) for column in _columns(y)]
+    return _padded(atoms, y.dtype)
 
 
 KNOT_LEVELS = (0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99)  # quantiles of the hinges
 
 
-def find_knots(
-    y: np.ndarray, atoms: np.ndarray, columns: list[np.ndarray] | None = None
-) -> np.ndarray:
+def find_knots(y: np.ndarray, atoms: np.ndarray) -> np.ndarray:
     """Per output coordinate, the quantiles :data:`KNOT_LEVELS` of its values in
     ``y`` that are neither atoms nor NaN: the hinges of its piecewise-linear
     features, shape ``(k, len(KNOT_LEVELS))`` (NaN where a coordinate has no such
-    value). ``columns``: :func:`_sorted_columns` of ``y``, where the caller has
-    them."""
+    value)."""
     y = np.asarray(y)
-    columns = _sorted_columns(y) if columns is None else columns
-    knots = np.full((len(columns), len(KNOT_LEVELS)), np.nan, dtype=y.dtype)
-    levels = np.asarray(KNOT_LEVELS)
-    for j, ordered in enumerate(columns):
-        rest = ordered[~np.isin(ordered, atoms[j])]  # sorted still
-        if rest.size:
-            knots[j] = quantiles_of_sorted(rest, levels)
-    return knots
+    columns = (_sorted(column) for column in _columns(y))
+    knots = [_knots_of_sorted(c, a, None) for c, a in zip(columns, atoms, strict=True)]
+    return _stacked(knots, len(KNOT_LEVELS), y.dtype)
+
+
+def _stacked(rows: list[np.ndarray], width: int, dtype) -> np.ndarray:
+    """``rows`` of ``width`` values each as one array ``(len(rows), width)``."""
+    return np.array(rows, dtype=dtype).reshape(len(rows), width)
+
+
+def _knots_of_sorted(
+    ordered: np.ndarray, atoms: np.ndarray, knots: np.ndarray | None
+) -> np.ndarray:
+    """A coordinate's hinges from its sorted values and its atoms: the quantiles
+    :data:`KNOT_LEVELS` of its values that are not atoms, or the given ``knots``;
+    NaN where it has no such value."""
+    rest = ordered[~np.isin(ordered, atoms)]  # sorted still
+    width = len(KNOT_LEVELS) if knots is None else len(knots)
+    if not rest.size:
+        return np.full(width, np.nan, ordered.dtype)
+    if knots is None:
+        return quantiles_of_sorted(rest, np.asarray(KNOT_LEVELS)).astype(ordered.dtype)
+    return np.asarray(knots, dtype=ordered.dtype)
 
 
 class Basis(NamedTuple):
@@ -132,17 +157,25 @@ def find_basis(y: np.ndarray, knots: np.ndarray | None = None) -> Basis:
     """The atoms of ``y`` and the hinges: its quantiles (:func:`find_knots`), or
     the given ``knots`` (sorted values) on every coordinate that has values other
     than atoms and NaN."""
-    columns = _sorted_columns(y)
-    atoms = find_atoms(y, columns)
-    if knots is None:
-        return Basis(atoms, find_knots(y, atoms, columns))
     y = np.asarray(y)
-    has = [
-        np.isin(ordered, a, invert=True).any()  # a value neither NaN nor an atom
-        for ordered, a in zip(columns, atoms, strict=True)
-    ]
-    knots = np.asarray(knots, dtype=y.dtype)[None, :]
-    return Basis(atoms, np.where(np.array(has)[:, None], knots, np.nan))
+    return _basis_of_columns(_columns(y), y.shape[0], y.dtype, knots)
+
+
+def _basis_of_columns(
+    columns: Iterable[np.ndarray], n: int, dtype, knots: np.ndarray | None
+) -> Basis:
+    """:func:`find_basis` of the outputs whose ``n`` values per coordinate
+    ``columns`` gives one coordinate at a time: one coordinate's sorted values are
+    held at once, where sorting them all first held a second copy of the outputs
+    (6.4 GB for 2e6 training outputs of 400 coordinates in float64)."""
+    least = _least_atom_count(n)
+    atoms, hinges = [], []
+    for column in columns:
+        ordered = _sorted(column)
+        atoms.append(_atoms_of_sorted(ordered, least))
+        hinges.append(_knots_of_sorted(ordered, atoms[-1], knots))
+    width = len(KNOT_LEVELS) if knots is None else len(knots)
+    return Basis(_padded(atoms, dtype), _stacked(hinges, width, dtype))
 
 
 MAX_INPUT_KNOTS = 8  # the most distinct input values that become knots
@@ -472,19 +505,51 @@ def training_sample(
     (:func:`find_basis`); in JAX's float dtype (call it where 64-bit values are
     enabled, if they should be). Pooling, the basis and the copy are the host's
     part of a scorer's preparation: the portfolio's three scorers share one
-    sample."""
+    sample.
+
+    The pooled outputs are never whole on the host: their basis is found one
+    coordinate at a time, and :data:`SAMPLE_PIECE_ROWS` of their rows at a time are
+    gathered and written into the device's array, so that beside the outputs given
+    the preparation holds one copy of them (the device's) where it held three at its
+    peak: the same sample, to the last bit (``tests/test_learning.py``)."""
     dtype = jnp.result_type(float)
-    pooled = np.concatenate([np.asarray(y_first), np.asarray(y_second)])
-    labels = np.concatenate([np.ones(len(y_first)), np.zeros(len(y_second))])
-    rows = len(pooled)
-    if rows > BATCH:  # minibatches are consecutive rows of one fixed shuffle
+    first, second = np.asarray(y_first), np.asarray(y_second)
+    count, rows = len(first), len(first) + len(second)
+    if first.shape[1:] != second.shape[1:]:
+        raise ValueError(
+            f"Expected outputs of one shape, got {first.shape[1:]} and "
+            f"{second.shape[1:]}."
+        )
+    host = np.result_type(first, second)  # numpy.concatenate's
+    # minibatches are consecutive rows of one fixed shuffle
+    order = None
+    if rows > BATCH:
         order = np.random.default_rng(SHUFFLE_SEED).permutation(rows)
-        pooled, labels = pooled[order], labels[order]
-    basis = jax.tree.map(lambda a: jnp.asarray(a, dtype), find_basis(pooled, knots))
-    return TrainingSample(
-        jnp.asarray(pooled, dtype), jnp.asarray(labels, dtype), basis,
-        min(rows, BATCH),
-    )  # fmt: skip
+
+    def pooled(at: np.ndarray | slice) -> np.ndarray:
+        """The pooled outputs' rows ``at``, in the shuffle's order."""
+        where = np.arange(rows)[at] if order is None else order[at]
+        out = np.empty((len(where), *first.shape[1:]), host)
+        mine = where < count
+        out[mine], out[~mine] = first[where[mine]], second[where[~mine] - count]
+        return out
+
+    flat = first.reshape(count, -1), second.reshape(rows - count, -1)
+    columns = (
+        pooled_column if order is None else pooled_column[order]
+        for pooled_column in map(np.concatenate, zip(*(f.T for f in flat), strict=True))
+    )
+    basis = _basis_of_columns(columns, rows, host, knots)
+    basis = jax.tree.map(lambda a: jnp.asarray(a, dtype), basis)
+    y = jnp.zeros((rows, *first.shape[1:]), dtype)
+    for start in range(0, rows, SAMPLE_PIECE_ROWS):
+        piece = pooled(slice(start, start + SAMPLE_PIECE_ROWS))
+        y = _put_rows(y, jnp.asarray(piece, dtype), start)
+    labels = np.arange(rows) < count if order is None else order < count
+    return TrainingSample(y, jnp.asarray(labels, dtype), basis, min(rows, BATCH))
+
+
+SAMPLE_PIECE_ROWS = BATCH  # rows of the training sample gathered on the host at once
 
 
 def fit(
@@ -534,15 +599,17 @@ def fit(
     mean = jnp.mean(phi, axis=0)
     scale = jnp.std(phi, axis=0)
     scale = jnp.where(scale > 0, scale, 1.0)
-    weights = _init(key, model, phi.shape[-1], dtype)
+    width, itemsize = phi.shape[-1], phi.dtype.itemsize
+    del phi  # not held while the scorer trains: 400 coordinates' moments, 1.9 GB
+    weights = _init(key, model, width, dtype)
     rate = jnp.asarray(learning_rate, dtype)
     rows = (y.shape[0] // batch) * batch  # the rows that the steps use
-    scalars = rows * phi.shape[-1]
-    if not features_fit(scalars, phi.dtype.itemsize):
+    scalars = rows * width
+    if not features_fit(scalars, itemsize):
         form = "every step"
     elif scalars > FEATURE_SCALARS and feature_set in BUILT_IN_PIECES:
         form = "given"  # built piece by piece, then trained on as they are
-        y = _standardized_in_pieces(y[:rows], basis, mean, scale, feature_set)
+        y = _standardized_in_pieces(y, basis, mean, scale, feature_set, rows=rows)
     else:
         form = "once"
     with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
@@ -567,9 +634,16 @@ def _put_rows(out, rows, start):
 
 
 def _standardized_in_pieces(
-    y: Array, basis: Basis, mean: Array, scale: Array, feature_set: str
+    y: Array,
+    basis: Basis,
+    mean: Array,
+    scale: Array,
+    feature_set: str,
+    *,
+    rows: int | None = None,
 ) -> Array:
-    """The standardised features of ``y``'s rows, each :data:`PIECE_ROWS` of them
+    """The standardised features of ``y``'s first ``rows`` rows (by default all of
+    them), each :data:`PIECE_ROWS` of them
     computed by one program and written in place into one array: at the peak, that
     array and a piece's, where one program for all the rows held the bit features'
     concatenation beside it.
@@ -580,11 +654,11 @@ def _standardized_in_pieces(
     one program, or a program that also wrote its piece into the array, fused the
     bit features' ``precision / nmant`` into their standardisation otherwise and
     changed them at rounding."""
-    rows = y.shape[0]
+    rows = y.shape[0] if rows is None else rows
     out = jnp.zeros((rows, mean.shape[0]), mean.dtype)
     for start in range(0, rows, PIECE_ROWS):
         part = _standardized_piece(
-            y[start : start + PIECE_ROWS], basis, mean, scale, feature_set
+            y[start : min(start + PIECE_ROWS, rows)], basis, mean, scale, feature_set
         )
         out = _put_rows(out, part, start)
     return out
@@ -705,12 +779,15 @@ def _train(
     head = HEADS[model]
     optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
     blocks = y.shape[0] // batch
-    y, labels = y[: blocks * batch], labels[: blocks * batch]
+    labels = labels[: blocks * batch]
 
     def standardized(y):
         return _standardized_features(y, basis, mean, scale, feature_set)
 
-    inputs = standardized(y) if form == "once" else y
+    # the steps slice their batches from the first blocks * batch rows; only the
+    # features computed once are of those rows alone (a slice of the outputs would
+    # be a copy of them: 6.4 GB for 2e6 outputs of 400 coordinates in float64)
+    inputs = standardized(y[: blocks * batch]) if form == "once" else y
 
     def loss(weights, inputs, labels):
         z = standardized(inputs) if form == "every step" else inputs

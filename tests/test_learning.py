@@ -218,6 +218,60 @@ def _assert_same_scorer(a: learning.Scorer, b: learning.Scorer) -> None:
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
+def _sample_by_definition(first, second, knots=None):
+    """training_sample's definition: the outputs pooled, shuffled where they are
+    more than a batch, their basis, and one copy to the device."""
+    pooled = np.concatenate([first, second])
+    labels = np.concatenate([np.ones(len(first)), np.zeros(len(second))])
+    if len(pooled) > learning.BATCH:
+        order = np.random.default_rng(learning.SHUFFLE_SEED).permutation(len(pooled))
+        pooled, labels = pooled[order], labels[order]
+    dtype = jnp.result_type(float)
+    basis = learning.find_basis(pooled, knots)
+    return learning.TrainingSample(
+        jnp.asarray(pooled, dtype),
+        jnp.asarray(labels, dtype),
+        jax.tree.map(lambda a: jnp.asarray(a, dtype), basis),
+        min(len(pooled), learning.BATCH),
+    )
+
+
+@pytest.mark.parametrize("x64", [True, False])
+@pytest.mark.parametrize(
+    "extra_rows", [-learning.BATCH // 2 - 100, -learning.BATCH // 2, 300]
+)
+def test_the_training_sample_built_in_pieces_is_its_definition(
+    monkeypatch, x64, extra_rows
+):
+    """The training sample is gathered on the host and written to the device a
+    piece of rows at a time, its basis found one coordinate at a time: the pooled
+    outputs (shuffled where they are more than a batch), their labels and basis to
+    the last bit, in outputs of several coordinates, of two dtypes, with signed
+    zeros (equals, whose places after a sort depend on the order they came in: a
+    basis of the unshuffled columns fails here), NaN and atoms, a last, shorter
+    piece, and given knots."""
+    first, second = _minibatch_outputs(6, extra_rows)
+    first, second = np.repeat(first, 3, axis=1), np.repeat(second, 3, axis=1)
+    first[:20, 0], first[20:60, 0], second[:30, 0] = -0.0, 0.0, np.nan
+    second[30:90, 2] = -0.0
+    first = first.reshape(len(first), 2, 3)
+    second = second.reshape(len(second), 2, 3).astype(np.float32)
+    monkeypatch.setattr(learning, "SAMPLE_PIECE_ROWS", 10_007)
+    for knots in (None, np.array([-0.5, 0.0, 1.0])):
+        with jax.enable_x64(x64):
+            built = learning.training_sample(first, second, knots)
+            expected = _sample_by_definition(first, second, knots)
+        assert built.y.shape == (len(first) + len(second), 2, 3)
+        assert built.batch == expected.batch
+        arrays = [(built.y, expected.y), (built.labels, expected.labels)]
+        arrays += list(zip(built.basis, expected.basis, strict=True))
+        for x, y in arrays:
+            assert x.dtype == y.dtype
+            assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+    with pytest.raises(ValueError, match="outputs of one shape"):
+        learning.training_sample(first, second[:, :1])
+
+
 @pytest.mark.parametrize(
     "model, feature_set", [("mlp", "moments"), ("logistic", "bits")]
 )
