@@ -510,8 +510,8 @@ def training_sample(
     The pooled outputs are never whole on the host: their basis is found one
     coordinate at a time, and :data:`SAMPLE_PIECE_ROWS` of their rows at a time are
     gathered and written into the device's array, so that beside the outputs given
-    the preparation holds one copy of them (the device's) where it held three at its
-    peak: the same sample, to the last bit (``tests/test_learning.py``)."""
+    the preparation holds one copy of them (the device's) where it held two at its
+    peaks: the same sample, to the last bit (``tests/test_learning.py``)."""
     dtype = jnp.result_type(float)
     first, second = np.asarray(y_first), np.asarray(y_second)
     count, rows = len(first), len(first) + len(second)
