@@ -195,3 +195,12 @@ def max_rss_bytes(usage: Any) -> int:
     """The peak resident set of a ``resource.getrusage`` (or ``os.wait4``) result,
     in bytes: ``ru_maxrss`` is in bytes on macOS and in KiB elsewhere."""
     return usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+
+
+def own_max_rss_bytes() -> int | None:
+    """This process's peak resident set so far, in bytes (``None`` off POSIX)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    return max_rss_bytes(resource.getrusage(resource.RUSAGE_SELF))

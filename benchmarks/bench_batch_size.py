@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:  # a child: one (batch, seed)
         print(json.dumps(one_run(args, *args.one)), flush=True)
         return 0
+    command = [sys.executable, __file__, *(argv or sys.argv[1:])]
     for seed in args.seeds:
         for batch in args.batches:
-            command = [sys.executable, __file__, *(argv or sys.argv[1:])]
             subprocess.run([*command, "--one", str(batch), str(seed)], check=True)
     return 0
 

@@ -123,7 +123,7 @@ from _common import (  # noqa: E402
     best_of,
     environment,
     environment_line,
-    max_rss_bytes,
+    own_max_rss_bytes,
     parse_count_or_zero,
     parse_ints,
     write_json,
@@ -448,15 +448,6 @@ def skip_reason(name: str) -> str | None:
     return None
 
 
-def _max_rss_bytes() -> int | None:
-    """This process's peak resident set so far, in bytes (``None`` off POSIX)."""
-    try:
-        import resource
-    except ImportError:
-        return None
-    return max_rss_bytes(resource.getrusage(resource.RUSAGE_SELF))
-
-
 def _spec(name: str, seed: int) -> mcdp.AuditSpec:
     case = SUITE[name]
     return mcdp.AuditSpec(
@@ -510,7 +501,7 @@ def bench_case(
                 prep_seconds=record.attack_seconds,
                 prep_stages=record.attack_stages,
                 audit_cpu_utilisation=audit.cpu_utilisation,
-                audit_max_rss_bytes=_max_rss_bytes(),
+                audit_max_rss_bytes=own_max_rss_bytes(),
                 attack=record.attack,
                 epsilon_lower=record.epsilon_lower,
                 epsilon_exact=record.epsilon_exact,

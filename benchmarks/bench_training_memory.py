@@ -20,7 +20,6 @@ records the stage's wall seconds and the process's peak resident memory so far
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ import jax  # noqa: E402
 from _common import (  # noqa: E402
     environment,
     environment_line,
-    max_rss_bytes,
+    own_max_rss_bytes,
     parse_count,
     write_json,
 )
@@ -39,10 +38,6 @@ from _common import (  # noqa: E402
 import mcdp  # noqa: E402
 from mcdp import learning, running  # noqa: E402
 from mcdp.sampling import draw  # noqa: E402
-
-
-def _peak() -> int:
-    return max_rss_bytes(resource.getrusage(resource.RUSAGE_SELF))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,11 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         nonlocal start
         jax.block_until_ready(pending)
         now = time.perf_counter()
-        stages.append(
-            {"stage": stage, "seconds": now - start, "peak_rss_bytes": _peak()}
-        )
-        row = stages[-1]
-        print(f"{stage:16s} {row['seconds']:7.1f} s, peak {_peak() / 1e9:5.2f} GB")
+        peak = own_max_rss_bytes()
+        stages.append({"stage": stage, "seconds": now - start, "peak_rss_bytes": peak})
+        print(f"{stage:16s} {now - start:7.1f} s, peak {peak / 1e9:5.2f} GB")
         start = now
 
     outputs = draw(key, plan.mechanism, plan.pair, plan.params, args.draws)

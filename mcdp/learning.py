@@ -521,31 +521,26 @@ def training_sample(
             f"{second.shape[1:]}."
         )
     host = np.result_type(first, second)  # numpy.concatenate's
-    # minibatches are consecutive rows of one fixed shuffle
-    order = None
+    # each pooled row's place among the outputs, first's then second's: in one
+    # fixed shuffle where they are more than a batch (minibatches are its
+    # consecutive rows), else in order
+    order = np.arange(rows)
     if rows > BATCH:
         order = np.random.default_rng(SHUFFLE_SEED).permutation(rows)
-
-    def pooled(at: np.ndarray | slice) -> np.ndarray:
-        """The pooled outputs' rows ``at``, in the shuffle's order."""
-        where = np.arange(rows)[at] if order is None else order[at]
-        out = np.empty((len(where), *first.shape[1:]), host)
-        mine = where < count
-        out[mine], out[~mine] = first[where[mine]], second[where[~mine] - count]
-        return out
-
     flat = first.reshape(count, -1), second.reshape(rows - count, -1)
     columns = (
-        pooled_column if order is None else pooled_column[order]
-        for pooled_column in map(np.concatenate, zip(*(f.T for f in flat), strict=True))
+        np.concatenate(pair)[order] for pair in zip(*(f.T for f in flat), strict=True)
     )
     basis = _basis_of_columns(columns, rows, host, knots)
     basis = jax.tree.map(lambda a: jnp.asarray(a, dtype), basis)
     y = jnp.zeros((rows, *first.shape[1:]), dtype)
     for start in range(0, rows, SAMPLE_PIECE_ROWS):
-        piece = pooled(slice(start, start + SAMPLE_PIECE_ROWS))
+        where = order[start : start + SAMPLE_PIECE_ROWS]
+        piece = np.empty((len(where), *first.shape[1:]), host)
+        mine = where < count
+        piece[mine], piece[~mine] = first[where[mine]], second[where[~mine] - count]
         y = _put_rows(y, jnp.asarray(piece, dtype), start)
-    labels = np.arange(rows) < count if order is None else order < count
+    labels = order < count
     return TrainingSample(y, jnp.asarray(labels, dtype), basis, min(rows, BATCH))
 
 
@@ -643,10 +638,9 @@ def _standardized_in_pieces(
     rows: int | None = None,
 ) -> Array:
     """The standardised features of ``y``'s first ``rows`` rows (by default all of
-    them), each :data:`PIECE_ROWS` of them
-    computed by one program and written in place into one array: at the peak, that
-    array and a piece's, where one program for all the rows held the bit features'
-    concatenation beside it.
+    them), each :data:`PIECE_ROWS` of them computed by one program and written in
+    place into one array: at the peak, that array and a piece's, where one program
+    for all the rows held the bit features' concatenation beside it.
 
     The same numbers as that program's, to the last bit
     (``tests/test_learning.py``): a program of a piece's rows fuses their
