@@ -121,12 +121,18 @@ def find_knots(y: np.ndarray, atoms: np.ndarray) -> np.ndarray:
     y = np.asarray(y)
     columns = (_sorted(column) for column in _columns(y))
     knots = [_knots_of_sorted(c, a, None) for c, a in zip(columns, atoms, strict=True)]
-    return _stacked(knots, len(KNOT_LEVELS), y.dtype)
+    return _stacked(knots, _hinge_width(None), y.dtype)
 
 
 def _stacked(rows: list[np.ndarray], width: int, dtype) -> np.ndarray:
     """``rows`` of ``width`` values each as one array ``(len(rows), width)``."""
     return np.array(rows, dtype=dtype).reshape(len(rows), width)
+
+
+def _hinge_width(knots: np.ndarray | None) -> int:
+    """The hinges of a coordinate: one per level of :data:`KNOT_LEVELS`, or per
+    given knot."""
+    return len(KNOT_LEVELS) if knots is None else len(knots)
 
 
 def _knots_of_sorted(
@@ -136,9 +142,8 @@ def _knots_of_sorted(
     :data:`KNOT_LEVELS` of its values that are not atoms, or the given ``knots``;
     NaN where it has no such value."""
     rest = ordered[~np.isin(ordered, atoms)]  # sorted still
-    width = len(KNOT_LEVELS) if knots is None else len(knots)
     if not rest.size:
-        return np.full(width, np.nan, ordered.dtype)
+        return np.full(_hinge_width(knots), np.nan, ordered.dtype)
     if knots is None:
         return quantiles_of_sorted(rest, np.asarray(KNOT_LEVELS)).astype(ordered.dtype)
     return np.asarray(knots, dtype=ordered.dtype)
@@ -174,8 +179,7 @@ def _basis_of_columns(
         ordered = _sorted(column)
         atoms.append(_atoms_of_sorted(ordered, least))
         hinges.append(_knots_of_sorted(ordered, atoms[-1], knots))
-    width = len(KNOT_LEVELS) if knots is None else len(knots)
-    return Basis(_padded(atoms, dtype), _stacked(hinges, width, dtype))
+    return Basis(_padded(atoms, dtype), _stacked(hinges, _hinge_width(knots), dtype))
 
 
 MAX_INPUT_KNOTS = 8  # the most distinct input values that become knots
