@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp import _validate, learning
-from mcdp._types import Array
+from mcdp._types import Array, PRNGKey
 from mcdp.core.attack import Attack, AttackContext
 from mcdp.core.mechanism import Mechanism
 from mcdp.core.releases import ReleaseCall
@@ -297,9 +297,11 @@ def _prepare_learned(
         key_train, mech, pair, params, train_draws, dtype=dtype, engine=engine
     )
     with jax.enable_x64(dtype == "float64"):
+        sample = learning.training_sample(outputs[0], outputs[1])
+        del outputs  # the sample holds them, in a copy as large, while it trains
         scorer = learning.fit(
-            key_init, outputs[0], outputs[1], model=settings.model,
-            feature_set=settings.features,
+            key_init, model=settings.model, feature_set=settings.features,
+            sample=sample,
         )  # fmt: skip
     scores = draw(
         key_select, mech, pair, params, select_draws, dtype=dtype,
@@ -927,29 +929,54 @@ class _Stopwatch:
 def _prepared_candidates(
     settings: AutoSettings,
     context: AttackContext,
-    outputs: np.ndarray,
+    key: PRNGKey,
+    train_draws: int,
     watch: _Stopwatch,
 ) -> list[_Candidate]:
-    """Every candidate of ``settings`` that applies, prepared on the training
-    ``outputs`` (``(2, n, ...)``) or on the context alone; ``watch`` laps after
-    each."""
-    out: list[_Candidate] = []
+    """Every candidate of ``settings`` that applies, in the portfolio's order,
+    prepared on ``train_draws`` training outputs per input drawn from ``key`` or on
+    the context alone; ``watch`` laps after the draws and after each candidate.
+
+    The scorers that share one training sample are prepared last, and the outputs
+    are dropped once that sample holds them: the sample is a copy of them, as large
+    (2 x 1e6 outputs of a 400-bin histogram: 6.4 GB each in float64), and the
+    scorers' features come on top of it while they train. Every other candidate is
+    prepared first, on the outputs themselves. Each candidate is what it would be
+    in any order: its key is that of its place in the portfolio."""
+    mech, pair, params, dtype = (
+        context.mechanism, context.pair, context.params, context.dtype,
+    )  # fmt: skip
+    outputs = draw(
+        key, mech, pair, params, train_draws, dtype=dtype, engine=context.engine
+    )
+    watch.lap("training draws", outputs)
     # the keys of discrete outputs, made once for the loss's memo and the histogram
     keyed = functools.cache(lambda: output_keys(outputs))
-    # the scorers on quantile hinges (all but learned-inputs) share one sample
-    sample = None
-    if any(
-        label in _SCORERS and label != "learned-inputs" for label in settings.candidates
-    ):
-        with jax.enable_x64(context.dtype == "float64"):
+    shared = [
+        i
+        for i, label in enumerate(settings.candidates)
+        if label in _SCORERS and label != "learned-inputs"
+    ]
+    prepared: dict[int, _Candidate | None] = {}
+
+    def prepare(i: int, outputs: Any, sample: Any, keyed: Any) -> None:
+        label = settings.candidates[i]
+        candidate = _prepared_candidate(i, label, context, outputs, sample, keyed)
+        watch.lap(f"prepare {label}", None if candidate is None else candidate.aux)
+        prepared[i] = candidate
+
+    for i in range(len(settings.candidates)):
+        if i not in shared:
+            prepare(i, outputs, None, keyed)
+    if shared:
+        # the scorers on quantile hinges (all but learned-inputs) share one sample
+        with jax.enable_x64(dtype == "float64"):
             sample = learning.training_sample(outputs[0], outputs[1])
         watch.lap("training sample", sample.y)
-    for i, label in enumerate(settings.candidates):
-        candidate = _prepared_candidate(i, label, context, outputs, sample, keyed)
-        if candidate is not None:
-            out.append(candidate)
-        watch.lap(f"prepare {label}", None if candidate is None else candidate.aux)
-    return out
+        del outputs, keyed  # the sample holds all that the scorers read
+        for i in shared:
+            prepare(i, None, sample, None)
+    return [prepared[i] for i in sorted(prepared) if prepared[i] is not None]
 
 
 def _prepared_candidate(
@@ -1069,12 +1096,7 @@ def _portfolio_choice(
     train_draws, select_draws = learned_sizes(
         context.draws, settings.train_draws, settings.select_draws
     )
-    engine = context.engine
-    outputs = draw(
-        key_train, mech, pair, params, train_draws, dtype=dtype, engine=engine
-    )
-    watch.lap("training draws", outputs)
-    candidates = _prepared_candidates(settings, context, outputs, watch)
+    candidates = _prepared_candidates(settings, context, key_train, train_draws, watch)
     if not candidates:
         raise ValueError(
             f"attack 'auto': none of the candidates {settings.candidates} applies "
@@ -1084,7 +1106,7 @@ def _portfolio_choice(
     values = draw(
         key_select, mech, pair, params, select_draws, dtype=dtype,
         transform=_values_transform(fns), aux=tuple(c.aux for c in candidates),
-        engine=engine,
+        engine=context.engine,
     )  # fmt: skip
     watch.lap("selection draws", values)  # (2, select_draws) per candidate
     draws, confidence = max(context.draws, 1), context.confidence

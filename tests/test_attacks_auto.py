@@ -9,7 +9,9 @@ false alarms over all their runs stay within a stated budget, with fixed seeds.
 from __future__ import annotations
 
 import functools
+import gc
 import math
+import weakref
 
 import jax.numpy as jnp
 import numpy as np
@@ -24,6 +26,7 @@ from mcdp.attacks import (
     float_support_attack,
     histogram_score,
     histogram_table,
+    learned_attack,
 )  # fmt: skip
 from mcdp.mechanisms import SUITE
 from mcdp.pairs import make_pair
@@ -120,20 +123,56 @@ def test_auto_adds_the_majority_vote_for_discrete_outputs():
     # winner is the best of what is recorded, not the first in order
     assert r.selection[r.attack] == max(r.selection.values())
     assert len(set(r.selection.values())) > 1
-    # where the preparation's time went: the scorers' shared sample, every
-    # candidate, applicable or not, in the portfolio's order between the two draws,
-    # then the choice
-    prepared = [f"prepare {label}" for label in AUTO_CANDIDATES]
+    # where the preparation's time went, in the order it was spent: every candidate,
+    # applicable or not, between the two draws, in the portfolio's order but the
+    # scorers that share a sample, last, after it; then the choice
+    shared = ("learned", "learned-mlp", "learned-bits")
     stages = [
         "training draws",
+        *(f"prepare {label}" for label in AUTO_CANDIDATES if label not in shared),
         "training sample",
-        *prepared,
+        *(f"prepare {label}" for label in shared),
         "selection draws",
         "choice",
     ]
     assert list(r.attack_stages) == stages
     assert all(v >= 0 for v in r.attack_stages.values())
     assert sum(r.attack_stages.values()) <= r.attack_seconds + 1e-3
+
+
+@pytest.mark.parametrize("attack", ["auto", "learned"])
+def test_the_training_outputs_are_dropped_before_the_scorers_train(monkeypatch, attack):
+    """A scorer trains on a sample that copies the training outputs, as large, so
+    the outputs are dropped first. In the portfolio, the scorers that share one
+    sample train after every other candidate is prepared on the outputs; the record
+    keeps the portfolio's order. No reference to the outputs is left while a
+    scorer fits."""
+    drawn, alive = [], []
+    draw, fit = attacks.draw, attacks.learning.fit
+
+    def recorded_draw(*args, **kwargs):
+        out = draw(*args, **kwargs)
+        if kwargs.get("transform") is None:  # the training draws
+            drawn.append(weakref.ref(out))
+        return out
+
+    def watched_fit(*args, **kwargs):
+        gc.collect()
+        alive.append([ref() is not None for ref in drawn])
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(attacks, "draw", recorded_draw)
+    monkeypatch.setattr(attacks.learning, "fit", watched_fit)
+    tiny = dict(train_draws=5_000, select_draws=5_000)
+    chosen = auto_attack(**tiny) if attack == "auto" else learned_attack(**tiny)
+    r = mcdp.audit_delta(
+        "svt2", 0.1, 0.0, 10, 5_000, pair="x-shuffle", attack=chosen, seed=SEED
+    )
+    fits = 3 if attack == "auto" else 1  # auto: logistic, MLP, bits
+    assert len(drawn) == 1 and alive == [[False]] * fits
+    if attack == "auto":
+        assert "histogram" in r.selection  # prepared first, on the outputs' keys
+        assert list(r.selection) == [c for c in AUTO_CANDIDATES if c in r.selection]
 
 
 @pytest.mark.slow
