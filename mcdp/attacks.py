@@ -983,14 +983,15 @@ def _prepared_candidate(
     i: int,
     label: str,
     context: AttackContext,
-    outputs: np.ndarray,
+    outputs: np.ndarray | None,
     sample: learning.TrainingSample | None,
     keyed: Any,
 ) -> _Candidate | None:
     """Candidate ``label`` (the ``i``-th of the portfolio) prepared, or ``None``
     where it does not apply. The scorers on the default hinges train on ``sample``,
-    the :func:`mcdp.learning.training_sample` of ``outputs`` that each would make;
-    ``keyed()`` gives the :func:`output_keys` of ``outputs``."""
+    the :func:`mcdp.learning.training_sample` of the training outputs that each
+    would make, and are given neither ``outputs`` nor ``keyed``; the others read
+    ``outputs``, and ``keyed()`` gives the :func:`output_keys` of them."""
     mech, dtype = context.mechanism, context.dtype
     if label == "lr":
         if mech.privacy_loss is None:
