@@ -105,6 +105,17 @@ def parse_ints(text: str) -> list[int]:
     return [int(v) for v in values]
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``"0,1,2"`` -> ``[0, 1, 2]``: seeds, each an integer >= 0."""
+    try:
+        seeds = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seeds, got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"expected seeds >= 0, got {text!r}")
+    return seeds
+
+
 def parse_count(text: str) -> int:
     """``"1e7"`` -> ``10000000``: one positive count."""
     values = parse_ints(text)

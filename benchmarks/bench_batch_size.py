@@ -25,18 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse_count, parse_ints  # noqa: E402
-
-
-def _seeds(text: str) -> list[int]:
-    """``"0,1"`` -> ``[0, 1]``: seeds, at least 0."""
-    try:
-        seeds = [int(value) for value in text.split(",")]
-    except ValueError:
-        seeds = [-1]
-    if any(seed < 0 for seed in seeds):
-        raise argparse.ArgumentTypeError(f"expected seeds >= 0, got {text!r}")
-    return seeds
+from _common import parse_count, parse_ints, parse_seeds  # noqa: E402
 
 
 def one_run(args: argparse.Namespace, batch: int, seed: int) -> dict:
@@ -66,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=parse_count, default=10**6)
     parser.add_argument("--label", default="learned")
     parser.add_argument("--batches", type=parse_ints, default=[9320, 65536])
-    parser.add_argument("--seeds", type=_seeds, default=[0, 1])
+    parser.add_argument("--seeds", type=parse_seeds, default=[0, 1])
     parser.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:  # a child: one (batch, seed)

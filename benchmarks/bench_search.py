@@ -27,30 +27,25 @@ import argparse
 import json
 import math
 import statistics
+import sys
 import time
 from pathlib import Path
 
-import mcdp
-from mcdp._validate import parse_count
-from mcdp.attacks import LEARNED
-from mcdp.mechanisms import SUITE, worst_pair
-from mcdp.searching import DRAWS
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parse_seeds  # noqa: E402
+
+import mcdp  # noqa: E402
+from mcdp._validate import parse_count  # noqa: E402
+from mcdp.attacks import LEARNED  # noqa: E402
+from mcdp.mechanisms import SUITE, worst_pair  # noqa: E402
+from mcdp.searching import DRAWS  # noqa: E402
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or b == 0 or b == float("inf"):
         return None
     return a / b
-
-
-def _seeds(text: str) -> list[int]:
-    try:
-        seeds = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seeds, got {text!r}") from None
-    if not seeds or min(seeds) < 0:
-        raise argparse.ArgumentTypeError(f"expected seeds >= 0, got {text!r}")
-    return seeds
 
 
 def run(path: Path, names: list[str], seeds: list[int], draws: int) -> None:
@@ -163,7 +158,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--mechanisms", default=",".join(SUITE))
     parser.add_argument(
-        "--seeds", type=_seeds, default=[0], help="comma-separated, e.g. 0,1,2"
+        "--seeds", type=parse_seeds, default=[0], help="comma-separated, e.g. 0,1,2"
     )
     parser.add_argument(
         "--draws", type=lambda t: int(parse_count("--draws", t)), default=DRAWS
