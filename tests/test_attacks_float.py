@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 import mcdp
-from mcdp import learning, subjects
+from mcdp import attacks, learning, subjects
 from mcdp.attacks import ATTACKS, float_support_attack, learned_attack
 
 from conftest import FAIL_PROB, SEED, Z
@@ -45,12 +45,55 @@ def test_float_bits_in_float32():
     assert precision.tolist() == [1, 23 - 0]  # 0.1f has its last mantissa bit set
 
 
+def _table_oracle(outputs: np.ndarray, dtype: str) -> dict:
+    """{(input, coordinate, binade): most significant bits seen}, value by value
+    from the bytes (float64 or float32)."""
+    fmt, uint, nmant = {"float64": ("<d", "<Q", 52), "float32": ("<f", "<I", 23)}[dtype]
+    seen: dict = {}
+    for (i, _, c), v in np.ndenumerate(outputs):
+        bits = struct.unpack(uint, struct.pack(fmt, v))[0]
+        mantissa = bits & ((1 << nmant) - 1)
+        trailing = nmant if mantissa == 0 else (mantissa & -mantissa).bit_length() - 1
+        cell = (i, c, bits >> nmant)
+        seen[cell] = max(seen.get(cell, -1), nmant - trailing)
+    return seen
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("piece", [7, 64, 1 << 22])  # pieces of 2 rows, 21, all
+def test_float_support_table_matches_the_bytes(dtype, piece):
+    """Every cell of the table against the oracle, with NaN, infinities, signed
+    zeros, subnormals and a short last piece among the outputs."""
+    rng = np.random.default_rng(SEED)
+    outputs = rng.laplace(size=(2, 101, 3)).astype(dtype)
+    outputs[0, :6, 0] = [
+        np.nan,
+        np.inf,
+        -np.inf,
+        0.0,
+        -0.0,
+        np.finfo(dtype).smallest_subnormal,
+    ]
+    outputs[1, :, 2] = 1.5  # one cell of one bit
+    table = attacks.float_support_table(outputs, dtype, piece=piece)
+    bins = {"float64": 4096, "float32": 512}[dtype]
+    assert table.shape == (2, 3, bins) and table.dtype == np.int32
+    seen = _table_oracle(outputs, dtype)
+    expected = np.full(table.shape, -1, np.int32)
+    for cell, precision in seen.items():
+        expected[cell] = precision
+    np.testing.assert_array_equal(table, expected)
+    assert table[1, 2, 1023 if dtype == "float64" else 127] == 1
+
+
 def test_float_support_is_registered_and_checks_its_sample():
     assert "float-support" in ATTACKS
     with pytest.raises(ValueError, match="train_draws"):
         float_support_attack(train_draws=1)
     with pytest.raises(ValueError, match="features"):
         learned_attack(features="pixels")
+    with pytest.raises(ValueError, match="piece"):
+        attacks.float_support_table(np.zeros((2, 3, 1)), "float64", piece=0)
 
 
 def test_float_support_refutes_the_textbook_laplace():
