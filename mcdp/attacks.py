@@ -41,7 +41,6 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import math
-import os
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -1183,12 +1182,7 @@ def _portfolio_choice(
 
     # the candidates judged side by side: NumPy's sorts and counts on large arrays
     # release the GIL, and each candidate's work is its own
-    cores = (
-        len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else os.cpu_count() or 1
-    )
-    workers = min(len(candidates), cores)
+    workers = min(len(candidates), learning.usable_cores())
     with concurrent.futures.ThreadPoolExecutor(
         workers, thread_name_prefix="mcdp-choice"
     ) as pool:

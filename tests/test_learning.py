@@ -90,12 +90,15 @@ def _basis_by_definition(y, knots=None):
     return atoms, hinges
 
 
+@pytest.mark.parametrize("cores", [1, 3])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_the_basis_is_its_definition_exactly(dtype):
+def test_the_basis_is_its_definition_exactly(monkeypatch, dtype, cores):
     """find_basis sorts each coordinate once and takes the atoms, their counts and
     the hinges from it: the atoms and hinges of the definition, to the last bit,
     on atoms beside continuous values, ties, NaN, infinities and signed zeros, a
-    coordinate of atoms only and one of NaN only; with given knots too."""
+    coordinate of atoms only and one of NaN only; with given knots too; one
+    coordinate at a time, or three at once in threads of their own."""
+    monkeypatch.setattr(learning, "usable_cores", lambda: cores)
     rng = np.random.default_rng(14)
     y = _mixed(rng, 30_000).astype(dtype)
     extra = rng.laplace(size=(30_000, 3)).astype(dtype)
@@ -236,12 +239,13 @@ def _sample_by_definition(first, second, knots=None):
     )
 
 
+@pytest.mark.parametrize("cores", [1, 4])
 @pytest.mark.parametrize("x64", [True, False])
 @pytest.mark.parametrize(
     "extra_rows", [-learning.BATCH // 2 - 100, -learning.BATCH // 2, 300]
 )
 def test_the_training_sample_built_in_pieces_is_its_definition(
-    monkeypatch, x64, extra_rows
+    monkeypatch, x64, extra_rows, cores
 ):
     """The training sample is gathered on the host and written to the device a
     piece of rows at a time, its basis found one coordinate at a time: the pooled
@@ -257,6 +261,7 @@ def test_the_training_sample_built_in_pieces_is_its_definition(
     first = first.reshape(len(first), 2, 3)
     second = second.reshape(len(second), 2, 3).astype(np.float32)
     monkeypatch.setattr(learning, "SAMPLE_PIECE_ROWS", 10_007)
+    monkeypatch.setattr(learning, "usable_cores", lambda: cores)  # bases in threads
     for knots in (None, np.array([-0.5, 0.0, 1.0])):
         with jax.enable_x64(x64):
             built = learning.training_sample(first, second, knots)
