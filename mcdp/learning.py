@@ -542,11 +542,12 @@ def training_sample(
     part of a scorer's preparation: the portfolio's three scorers share one
     sample.
 
-    The pooled outputs are never whole on the host: their basis is found one
-    coordinate at a time, and :data:`SAMPLE_PIECE_ROWS` of their rows at a time are
-    gathered and written into the device's array, so that beside the outputs given
-    the preparation holds one copy of them (the device's) where it held two at its
-    peaks: the same sample, to the last bit (``tests/test_learning.py``)."""
+    The pooled outputs are never whole on the host: their basis is found a few
+    coordinates at a time (one per thread), and :data:`SAMPLE_PIECE_ROWS` of their
+    rows at a time are gathered and written into the device's array, so that beside
+    the outputs given the preparation holds one copy of them (the device's) where it
+    held two at its peaks: the same sample, to the last bit
+    (``tests/test_learning.py``)."""
     dtype = jnp.result_type(float)
     first, second = np.asarray(y_first), np.asarray(y_second)
     count, rows = len(first), len(first) + len(second)

@@ -248,7 +248,7 @@ def test_the_training_sample_built_in_pieces_is_its_definition(
     monkeypatch, x64, extra_rows, cores
 ):
     """The training sample is gathered on the host and written to the device a
-    piece of rows at a time, its basis found one coordinate at a time: the pooled
+    piece of rows at a time, its basis found a coordinate per thread: the pooled
     outputs (shuffled where they are more than a batch), their labels and basis to
     the last bit, in outputs of several coordinates, of two dtypes, with signed
     zeros (equals, whose places after a sort depend on the order they came in: a
