@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from mcdp import learning
 from mcdp.sampling import BLOCK_DRAWS, PRNG_IMPL
 
 
@@ -60,10 +61,7 @@ def best_of(repeats: int, run: Callable[[], Any]) -> Timing:
 
 def environment() -> dict[str, Any]:
     """What every figure depends on besides its own settings."""
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        usable = os.cpu_count()
+    usable = learning.usable_cores()
     load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
     devices = jax.devices()
     return {

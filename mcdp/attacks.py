@@ -431,20 +431,18 @@ def float_support_table(
     bins = 1 << (1 + info.nexp)
     num_inputs, n, width = outputs.shape
     rows = max(1, min(n, piece // max(width, 1)))
-    tables = []
+    table = np.full((num_inputs, width, bins), -1, dtype=np.int32)
     with jax.enable_x64(dtype == "float64"):
         for i in range(num_inputs):
-            table = jnp.full((width, bins), -1, dtype=jnp.int32)
+            raised = jnp.asarray(table[i])
             for start in range(0, n, rows):
                 block = np.asarray(outputs[i, start : start + rows], dtype=dtype)
                 m = block.shape[0]
                 if m < rows:  # the last piece, padded to the others' shape
                     block = np.concatenate([block, np.zeros((rows - m, width), dtype)])
-                table = _float_support_max(table, jnp.asarray(block), m)
-            tables.append(np.asarray(table))
-    if not tables:
-        return np.full((num_inputs, width, bins), -1, dtype=np.int32)
-    return np.stack(tables)
+                raised = _float_support_max(raised, jnp.asarray(block), m)
+            table[i] = np.asarray(raised)
+    return table
 
 
 def _prepare_float_support(
