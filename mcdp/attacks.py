@@ -818,24 +818,28 @@ def memoised_loss(y: Array, memo: LossMemo, loss_fn, args: tuple) -> Array:
     """The loss of each output of ``y`` looked up in ``memo``; where one is not
     there, ``loss_fn(y, *args)`` (the loss of every output of ``y``) is computed,
     and gives those. A loop of at most one pass rather than a ``cond``: a block of
-    outputs all in the memo skips ``loss_fn`` where the block is not batched
-    (``lax.map``, the CPU's counting loop); under ``vmap`` it runs where any block
-    of the batch needs it (JAX 0.10 turns a batched ``cond`` into a select whose
-    operands fail ``shard_map``'s check of varying axes)."""
+    outputs all in the memo skips ``loss_fn``, one block at a time (``lax.map``) or
+    batched (``vmap``: the pass runs where any block of the batch needs it; JAX 0.10
+    turns a batched ``cond`` into a select whose operands fail ``shard_map``'s check
+    of varying axes). The pass reads the outputs through its own number: a loss of
+    the outputs alone is loop-invariant, and XLA's CPU code computed it before the
+    loop, at every block, where the blocks were batched (``svt1`` counted at
+    0.55-0.6x the speed of its lookups alone; benchmarks/RESULTS.md, "The exact
+    loss looked up, batched")."""
     key = _histogram_keys(jnp, y, memo.values, memo.lengths, memo.strides)
     known = memo.losses[key]
     hit = ~jnp.isnan(known)
 
     def computed(state):
-        pending, loss = state
-        return pending & False, jnp.where(
-            hit, loss, loss_fn(y, *args).astype(loss.dtype)
-        )
+        pending, loss, turn = state
+        # y itself on the one pass: read through the pass's number, the loss is
+        # not loop-invariant, which XLA would compute before the loop, every time
+        mine = jnp.where(turn == 0, y, jnp.zeros_like(y))
+        loss = jnp.where(hit, loss, loss_fn(mine, *args).astype(loss.dtype))
+        return pending & False, loss, turn + 1
 
-    _, loss = jax.lax.while_loop(
-        lambda state: state[0], computed, (~jnp.all(hit), known)
-    )
-    return loss
+    start = (~jnp.all(hit), known, jnp.zeros((), jnp.int32))
+    return jax.lax.while_loop(lambda state: state[0], computed, start)[1]
 
 
 def _histogram_guess(y: Array, aux: Any) -> Array:
@@ -1211,10 +1215,13 @@ def _portfolio_choice(
         values[best][0], values[best][1], **choices[best], **exact
     ).thresholds
     if winner.label == "lr":
+        # a loss looked up is counted batched, a loss computed by block where the
+        # mechanism asks (memoised_loss computes it only in a chunk that needs it)
+        memo = winner.aux[-1]
         attack = Attack(
             "lr", len(thresholds) + 1, _loss_guess_of(mech),
             events=_lr_events(thresholds), selection=table,
-            by_block=mech.loss_by_block,
+            by_block=mech.loss_by_block and memo is None,
         )  # fmt: skip
         return attack, (winner.aux, thresholds)
     if winner.label == "histogram":

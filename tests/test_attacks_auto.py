@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import gc
 import math
+import re
 import weakref
 
 import jax.numpy as jnp
@@ -264,6 +265,86 @@ def _check_the_memo_of_svt1():
     for over in (jax.vmap, lambda f: lambda ys: jax.lax.map(f, ys)):
         got = np.asarray(over(lambda b: attacks.memoised_loss(b, memo, nan, aux))(full))
         assert np.isfinite(got).all()
+
+
+def _outside_loop_bodies(hlo: str) -> str:
+    """The text of the computations of a compiled program (XLA's HLO text) that run
+    whatever its loops do: the entry and what it calls, not through a loop's body."""
+    computations, name = {}, None
+    for line in hlo.splitlines():
+        head = re.match(r"(ENTRY )?%?([\w.\-]+) \(.*\{$", line)
+        if head:
+            name = "ENTRY" if head.group(1) else head.group(2)
+            computations[name] = []
+        elif name is not None:
+            computations[name].append(line)
+    reached, pending = set(), ["ENTRY"]
+    while pending:
+        name = pending.pop()
+        if name in reached or name not in computations:
+            continue
+        reached.add(name)
+        for line in computations[name]:
+            for kind, callee in re.findall(r"(\w+)=%([\w.\-]+)", line):
+                if kind != "body":
+                    pending.append(callee)
+            for group in re.findall(r"\w+=\{([^}]*)\}", line):
+                pending += re.findall(r"%([\w.\-]+)", group)
+    return "\n".join(line for name in reached for line in computations[name])
+
+
+def test_the_loss_of_outputs_in_the_memo_is_computed_only_in_the_loop():
+    """Where every output is in the memo, the loss's pass never runs: in the compiled
+    program, batched (``vmap``, the CPU's counting loop) and one block at a time, no
+    operation of the loss sits outside the loop's body, where XLA moved a loss of
+    the outputs alone (loop-invariant) and computed it at every block. The loss
+    here is marked by the one cube root of the program."""
+    import jax
+
+    with jax.enable_x64(True):
+        mech, aux, outputs, memo = _svt1_memo(drop_pattern=False)
+        memo = jax.tree.map(jnp.asarray, memo)
+        y = jnp.asarray(outputs[0, :2048].reshape(2, 1024, 10))
+
+        def marked(b, *args):
+            return jnp.sum(jnp.cbrt(b), axis=-1) + mech.privacy_loss(b, *args)
+
+        def one(b):
+            return attacks.memoised_loss(b, memo, marked, aux)
+
+        for name, over in (("batched", jax.vmap), ("by block", _by_block)):
+            hlo = jax.jit(over(one)).lower(y).compile().as_text()
+            assert "cbrt(" in hlo, name  # the mark survives compilation
+            assert "cbrt(" not in _outside_loop_bodies(hlo), name
+            got = np.asarray(jax.jit(over(one))(y))
+            exact = np.asarray(jax.vmap(lambda b: mech.privacy_loss(b, *aux))(y))
+            np.testing.assert_allclose(got, exact, rtol=0, atol=1e-12)
+
+
+def test_a_loss_looked_up_is_counted_batched_and_one_computed_by_block():
+    """The portfolio's exact loss counts batched on a CPU where it is looked up
+    (svt1's patterns), by block where a quadrature computes it at every output
+    (svt3's continuous answers: no memo), as the mechanism asks."""
+    import jax
+
+    from mcdp.running import _bind
+
+    tried = auto_attack(candidates=("lr",))
+    for name, pair, memoised in (
+        ("svt1", "x-shuffle", True),
+        ("svt3", "half-half", False),
+    ):
+        spec = mcdp.AuditSpec(name, 0.1, pair=pair, dim=10, attack=tried, seed=0)
+        attack, (aux, _) = _bind(spec, jax.random.key(0), 100_000)
+        assert attack.name == "lr" and mcdp.mechanisms.MECHANISMS[name].loss_by_block
+        assert (aux[-1] is not None) == memoised, name
+        assert attack.by_block == (not memoised), name
+
+
+def _by_block(f):
+    import jax
+
+    return lambda ys: jax.lax.map(f, ys)
 
 
 @pytest.mark.slow
