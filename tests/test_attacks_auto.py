@@ -244,7 +244,7 @@ def _check_the_memo_of_svt1():
         return jnp.where(seen, jnp.nan, mech.privacy_loss(b, *args))
 
     memo = jax.tree.map(jnp.asarray, memo)
-    for over in (jax.vmap, lambda f: lambda ys: jax.lax.map(f, ys)):
+    for over in (jax.vmap, _by_block):
         got = np.asarray(
             over(lambda b: attacks.memoised_loss(b, memo, mech.privacy_loss, aux))(y)
         )
@@ -262,7 +262,7 @@ def _check_the_memo_of_svt1():
     def nan(b, *args):
         return jnp.full(b.shape[:1], jnp.nan)
 
-    for over in (jax.vmap, lambda f: lambda ys: jax.lax.map(f, ys)):
+    for over in (jax.vmap, _by_block):
         got = np.asarray(over(lambda b: attacks.memoised_loss(b, memo, nan, aux))(full))
         assert np.isfinite(got).all()
 
