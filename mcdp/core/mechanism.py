@@ -34,6 +34,21 @@ HostSample = Callable[[np.random.Generator, np.ndarray, int], Any]
 LogProbs = tuple[np.ndarray, np.ndarray]
 
 
+class NoiseApart(NamedTuple):
+    """A sampler in two parts: ``noise(key, x, params)`` draws the noise (any pytree
+    of arrays), ``from_noise(x, noise, params)`` makes the outputs from it; calling
+    the record samples, ``from_noise(x, noise(key, x, params), params)``, which must
+    be the mechanism's ``sample`` to the bit. On a CPU the engine draws the noise of a
+    batch of blocks in a program of its own and makes the outputs in another
+    (:func:`mcdp.engines.device._drawn_batched`)."""
+
+    noise: Callable[[PRNGKey, Array, Any], Any]
+    from_noise: Callable[[Array, Any, Any], Array]
+
+    def __call__(self, key: PRNGKey, x: Array, params: Any) -> Array:
+        return self.from_noise(x, self.noise(key, x, params), params)
+
+
 class _MechanismFields(NamedTuple):
     """The fields of :class:`Mechanism`, in their positional order, and its methods
     (a NamedTuple cannot define ``__new__``, so :class:`Mechanism` subclasses it)."""
@@ -59,6 +74,7 @@ class _MechanismFields(NamedTuple):
     threads: bool = False
     pathwise: bool = True
     loss_by_block: bool = False
+    noise_apart: NoiseApart | None = None
 
     def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
         """``calibrate_sanity_check(epsilon, dim, **options)``, or a one-line error
@@ -170,6 +186,10 @@ class Mechanism(_MechanismFields):
         Where the outputs are discrete, the default attack also computes such a
         loss once at each distinct output of its training draws and looks it up
         (:class:`mcdp.attacks.LossMemo`).
+      noise_apart: ``sample`` in two parts, its noise and the outputs made from it
+        (:class:`NoiseApart`), where drawing them in one program is slow on a CPU:
+        there the counting loop draws the noise apart. ``None``: ``sample`` whole.
+        The counts are the same either way.
     """
 
     __slots__ = ()

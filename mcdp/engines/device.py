@@ -33,6 +33,7 @@ from jax.sharding import PartitionSpec as P
 from mcdp import _validate
 from mcdp._types import Array, PRNGKey
 from mcdp.core.attack import Attack
+from mcdp.core.mechanism import Mechanism, NoiseApart
 from mcdp.engines.base import BLOCK_DRAWS, CountJob, device_tree, outcome_counts
 
 CHUNK_SCALARS = 1 << 20  # CPU: scalars per chunk (per input): ~1e6 fits the caches
@@ -98,6 +99,9 @@ DRAW_ONCE = True
 # selection draws) stays by block: its scorers' products are faster so (svt1:
 # 8.0 s by block, 38.7 s batched once, 73.1 s batched).
 BATCH_ONCE = True
+# Whether those batched blocks draw a sampler in two parts (Mechanism.noise_apart)
+# part by part; benchmarks switch it off to compare.
+NOISE_APART = True
 # A block index that no run reaches (a run has at most 2^40 / BLOCK_DRAWS blocks).
 _NO_BLOCK = 0xFFFFFFFF
 
@@ -126,12 +130,19 @@ def _drawn(sample, key, batch, params, block, once: bool):
 
 def _drawn_batched(sample, key, batch, params, blocks):
     """The outputs of ``blocks`` (shape ``(len(blocks), BLOCK_DRAWS, ...)``), drawn
-    batched (``vmap``) and once (:func:`_once`): what reads them reads memory."""
+    batched (``vmap``) and once (:func:`_once`): what reads them reads memory. A
+    sampler in two parts (:class:`~mcdp.core.mechanism.NoiseApart`) has its noise
+    drawn once so, and its outputs made from it outside the ``cond``."""
+    apart = isinstance(sample, NoiseApart)
+    draw = sample.noise if apart else sample
 
     def drawn():
-        return jax.vmap(lambda b: _drawn(sample, key, batch, params, b, False))(blocks)
+        return jax.vmap(lambda b: _drawn(draw, key, batch, params, b, False))(blocks)
 
-    return _once(drawn, blocks[0])
+    noise = _once(drawn, blocks[0])
+    if not apart:
+        return noise
+    return jax.vmap(lambda n: sample.from_noise(batch, n, params))(noise)
 
 
 def _per_block(f, sample, key, x, params, blocks, by_block: bool, once: bool):
@@ -146,6 +157,20 @@ def _per_block(f, sample, key, x, params, blocks, by_block: bool, once: bool):
         return f(_drawn(sample, key, batch, params, b, once), b)
 
     return _over(one, blocks, by_block)
+
+
+def _sampler(mechanism: Mechanism, by_block: bool, platform: str) -> Any:
+    """What the counting loop draws with: the mechanism's sampler in two parts
+    (``noise_apart``) where it draws batched blocks once on a CPU
+    (:func:`_drawn_batched`), else its ``sample``. The same outputs either way.
+    Drawn in one program, ``svt6``'s Threefry rounds ran in the loop of its
+    comparisons with the threshold noise, 1.5x as long on a CPU
+    (benchmarks/RESULTS.md, "The Sparse Vector noise drawn apart")."""
+    apart = mechanism.noise_apart
+    batched_once = not by_block and _once_on(platform, by_block)
+    if apart is None or not NOISE_APART or not batched_once:
+        return mechanism.sample
+    return apart
 
 
 def _once_on(platform: str, by_block: bool) -> bool:
@@ -349,7 +374,7 @@ class DeviceEngine:
                     full_d,
                     remainder_d,
                     aux_d,
-                    sample=job.mechanism.sample,
+                    sample=_sampler(job.mechanism, by_block, platform),
                     attack=kernel,
                     chunk_blocks=chunk_blocks,
                     mesh=mesh,
