@@ -267,7 +267,7 @@ def test_a_sampler_in_two_parts_is_the_sample_and_counts_the_same(monkeypatch, d
                 50_000,
                 dtype=dtype,
                 chunk_blocks=8,
-            )  # fmt: skip
+            )
         )
     assert counts[0].sum() == 2 * 50_000 and (counts[0] > 0).all()
     np.testing.assert_array_equal(counts[0], counts[1])
