@@ -1,5 +1,7 @@
 """The engine: reproducible per block, exact totals, no re-tracing."""
 
+import itertools
+
 import jax
 import numpy as np
 import pytest
@@ -238,7 +240,9 @@ def test_a_sampler_in_two_parts_is_the_sample_and_counts_the_same(monkeypatch, d
     from mcdp.mechanisms import MECHANISMS
 
     declared = [m for m in MECHANISMS.values() if m.noise_apart is not None]
-    assert "svt6" in {m.name for m in declared}
+    assert {"svt1", "svt6", "svt34-parallel", "noisy-hist1"} <= {
+        m.name for m in declared
+    }
     for m in declared:
         params = m.calibrate(0.1, 0.0, 10, 1.0)
         with jax.enable_x64(dtype == "float64"):
@@ -255,8 +259,9 @@ def test_a_sampler_in_two_parts_is_the_sample_and_counts_the_same(monkeypatch, d
     params = m.calibrate(0.1, 0.0, 10, 1.0)
     classes = Attack("classes", 7, _pattern_classes)
     counts = []
-    for apart in (False, True):
+    for apart, by_block in itertools.product((False, True), repeat=2):
         monkeypatch.setattr(device, "NOISE_APART", apart)
+        monkeypatch.setattr(device, "GUESS_BY_BLOCK", by_block)
         counts.append(
             count_outcomes(
                 jax.random.key(5),
@@ -270,7 +275,37 @@ def test_a_sampler_in_two_parts_is_the_sample_and_counts_the_same(monkeypatch, d
             )
         )
     assert counts[0].sum() == 2 * 50_000 and (counts[0] > 0).all()
-    np.testing.assert_array_equal(counts[0], counts[1])
+    for other in counts[1:]:
+        np.testing.assert_array_equal(other, counts[0])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", ["svt1", "svt34-parallel", "noisy-hist1"])
+def test_the_noise_drawn_apart_gives_the_outputs_of_the_sample(key, name, dtype):
+    """The engine's draws of a sampler in two parts, its noise in a cond of its own and
+    flat (by block and batched, drawn once), are those of the sampler whole, in every
+    form, to the bit."""
+    from mcdp.engines.device import _draw_impl, _identity, _input_keys
+
+    m = get_mechanism(name)
+    d = 10
+    params = m.calibrate(0.1, 0.0, d, 1.0)
+    with jax.enable_x64(dtype == "float64"):
+        keys = _input_keys(key, 2)
+        xs = jax.numpy.asarray(np.stack([np.linspace(-1.0, 2.0, d), np.ones(d)]), dtype)
+        raw = [
+            np.asarray(_draw_impl(keys, xs, params, 3, None, sample=sample,
+                                  transform=_identity, num_blocks=4,
+                                  by_block=by_block, once=once))
+            for sample in (m.sample, m.noise_apart)
+            for by_block, once in itertools.product((False, True), repeat=2)
+        ]  # fmt: skip
+    assert raw[0].dtype == dtype
+    assert raw[0].shape[:2] == (2, 4 * BLOCK_DRAWS)
+    rows = raw[0].reshape(-1, raw[0].shape[-1])
+    assert len(np.unique(rows, axis=0)) > 5  # outputs that move
+    for other in raw[1:]:
+        np.testing.assert_array_equal(other, raw[0])
 
 
 def test_only_the_mlp_asks_for_guesses_by_block():

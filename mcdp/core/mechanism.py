@@ -38,9 +38,12 @@ class NoiseApart(NamedTuple):
     """A sampler in two parts: ``noise(key, x, params)`` draws the noise (any pytree
     of arrays), ``from_noise(x, noise, params)`` makes the outputs from it; calling
     the record samples, ``from_noise(x, noise(key, x, params), params)``, which must
-    be the mechanism's ``sample`` to the bit. On a CPU the engine draws the noise of a
-    batch of blocks in a program of its own and makes the outputs in another
-    (:func:`mcdp.engines.device._drawn_batched`)."""
+    be the mechanism's ``sample`` to the bit. On a CPU the engine draws the noise of
+    the blocks it draws once in a program of its own and makes the outputs in another
+    (:func:`mcdp.engines.device._drawn`, :func:`~mcdp.engines.device._drawn_batched`).
+    Leave any product that a sum reads in ``from_noise`` (a scale times the noise,
+    added to ``x``): XLA's CPU code fuses the two into one rounding, and a product
+    drawn with the noise would be rounded apart."""
 
     noise: Callable[[PRNGKey, Array, Any], Any]
     from_noise: Callable[[Array, Any, Any], Array]

@@ -99,9 +99,11 @@ DRAW_ONCE = True
 # selection draws) stays by block: its scorers' products are faster so (svt1:
 # 8.0 s by block, 38.7 s batched once, 73.1 s batched).
 BATCH_ONCE = True
-# Whether those batched blocks draw a sampler in two parts (Mechanism.noise_apart)
-# part by part; benchmarks switch it off to compare.
+# Whether the blocks drawn once on a CPU (batched or by block) draw a sampler in two
+# parts (Mechanism.noise_apart) part by part, and whether that noise is written
+# flat in its cond (see _once_flat); benchmarks switch them off to compare.
 NOISE_APART = True
+FLAT_NOISE = True
 # A block index that no run reaches (a run has at most 2^40 / BLOCK_DRAWS blocks).
 _NO_BLOCK = 0xFFFFFFFF
 
@@ -117,10 +119,37 @@ def _once(drawn, index):
     return jax.lax.cond(index != jnp.uint32(_NO_BLOCK), drawn, drawn)
 
 
+def _once_flat(drawn, index):
+    """``drawn()`` computed once (:func:`_once`), each of its arrays in one dimension
+    inside the ``cond`` and in its own shape outside it: the same values. XLA's CPU
+    code for an elementwise loop runs along the last axis of what it writes, and
+    the noise of a block of outputs has a few coordinates there (``svt1``'s query
+    noise of 2^20 outputs, written ``(2^20, 10)``, took 1.9x as long as written
+    flat)."""
+    if not FLAT_NOISE:
+        return _once(drawn, index)
+    shapes = jax.eval_shape(drawn)
+    flat = _once(lambda: [a.reshape(-1) for a in jax.tree.leaves(drawn())], index)
+    return jax.tree.unflatten(
+        jax.tree.structure(shapes),
+        [
+            a.reshape(s.shape)
+            for a, s in zip(flat, jax.tree.leaves(shapes), strict=True)
+        ],
+    )
+
+
 def _drawn(sample, key, batch, params, block, once: bool):
     """``sample(fold_in(key, block), batch, params)``, drawn once where ``once``
-    (the blocks go one after another; :func:`_once`). Either way the same
-    outputs."""
+    (the blocks go one after another; :func:`_once`). A sampler in two parts
+    (:class:`~mcdp.core.mechanism.NoiseApart`) has its noise drawn once so
+    (:func:`_once_flat`), and its outputs made from it outside the ``cond``. Either
+    way the same outputs."""
+    if once and isinstance(sample, NoiseApart):
+        noise = _once_flat(
+            lambda: sample.noise(jax.random.fold_in(key, block), batch, params), block
+        )
+        return sample.from_noise(batch, noise, params)
 
     def drawn():
         return sample(jax.random.fold_in(key, block), batch, params)
@@ -132,16 +161,17 @@ def _drawn_batched(sample, key, batch, params, blocks):
     """The outputs of ``blocks`` (shape ``(len(blocks), BLOCK_DRAWS, ...)``), drawn
     batched (``vmap``) and once (:func:`_once`): what reads them reads memory. A
     sampler in two parts (:class:`~mcdp.core.mechanism.NoiseApart`) has its noise
-    drawn once so, and its outputs made from it outside the ``cond``."""
+    drawn once so (:func:`_once_flat`), and its outputs made from it outside the
+    ``cond``."""
     apart = isinstance(sample, NoiseApart)
     draw = sample.noise if apart else sample
 
     def drawn():
         return jax.vmap(lambda b: _drawn(draw, key, batch, params, b, False))(blocks)
 
-    noise = _once(drawn, blocks[0])
     if not apart:
-        return noise
+        return _once(drawn, blocks[0])
+    noise = _once_flat(drawn, blocks[0])
     return jax.vmap(lambda n: sample.from_noise(batch, n, params))(noise)
 
 
@@ -160,17 +190,18 @@ def _per_block(f, sample, key, x, params, blocks, by_block: bool, once: bool):
 
 
 def _sampler(mechanism: Mechanism, by_block: bool, platform: str) -> Any:
-    """What the counting loop draws with: the mechanism's sampler in two parts
-    (``noise_apart``) where it draws batched blocks once on a CPU
-    (:func:`_drawn_batched`), else its ``sample``. The same outputs either way.
-    Drawn in one program, ``svt6``'s Threefry rounds ran in the loop of its
-    comparisons with the threshold noise, 1.5x as long on a CPU
-    (benchmarks/RESULTS.md, "The Sparse Vector noise drawn apart")."""
+    """What the engine draws with: the mechanism's sampler in two parts
+    (``noise_apart``) where it draws blocks once on a CPU, batched
+    (:func:`_drawn_batched`) or by block (:func:`_drawn`), else its ``sample``. The
+    same outputs either way. Drawn in one program, the Sparse Vector variants'
+    Threefry rounds ran in the loop of their comparisons (``svt6``: 1.5x as long)
+    and in each fusion that reads the noise's sign, and a histogram's noise was
+    written along its few coordinates (benchmarks/RESULTS.md, "The Sparse Vector
+    noise drawn apart" and "The noise drawn apart, flat")."""
     apart = mechanism.noise_apart
-    batched_once = not by_block and _once_on(platform, by_block)
-    if apart is None or not NOISE_APART or not batched_once:
+    if apart is None or not NOISE_APART or platform != "cpu":
         return mechanism.sample
-    return apart
+    return apart if _once_on(platform, by_block) else mechanism.sample
 
 
 def _once_on(platform: str, by_block: bool) -> bool:
@@ -404,12 +435,15 @@ class DeviceEngine:
                 by_block = jax.default_backend() == "cpu"
             by_block = by_block and transform is not None
             once = _once_on(jax.default_backend(), by_block) and transform is not None
+            sample = job.mechanism.sample
+            if once:
+                sample = _sampler(job.mechanism, by_block, jax.default_backend())
             whole = None  # each array of all the draws, filled call by call
             pending = None  # the last call's outputs, on their way to the host
             for first in range(0, total_blocks, count):
                 out = _draw_impl(
                     keys, xs_d, params_d, jnp.uint32(first), aux_d,
-                    sample=job.mechanism.sample, transform=transform or _identity,
+                    sample=sample, transform=transform or _identity,
                     num_blocks=count, by_block=by_block, once=once,
                 )  # fmt: skip
                 jax.tree.map(lambda v: v.copy_to_host_async(), out)
