@@ -44,7 +44,7 @@ import numpy as np
 from mcdp import _validate
 from mcdp._types import Array, PRNGKey
 from mcdp.core.domains import QUERY_ANSWERS
-from mcdp.core.mechanism import Mechanism
+from mcdp.core.mechanism import Mechanism, NoiseApart
 from mcdp.mechanisms import _svt_density, _svt_exact
 from mcdp.mechanisms._base import standard_laplace
 from mcdp.mechanisms._numerics import epsilon_of, loss_range
@@ -80,10 +80,20 @@ def numerical_svt_sample(key: PRNGKey, x: Array, params: NumericalSvtParams) -> 
     True loss at ε = 0.1, d = 10 (c = 2, T = 1): 0.0588 on
     ``all-above-all-below``; at most 0.0805 on StatDP's patterns (``half-half``).
     """
+    return _outputs(x, _noise(key, x, params), params)
+
+
+def _noise(key: PRNGKey, x: Array, params: NumericalSvtParams) -> Array:
+    """The standard Laplace draws of rho_1, the rho_2 and the rho_3: one call of the
+    generator."""
+    del params
     n, d = x.shape
+    return standard_laplace(key, (n, 1 + 2 * d), x.dtype)
+
+
+def _outputs(x: Array, noise: Array, params: NumericalSvtParams) -> Array:
+    d = x.shape[1]
     dtype = x.dtype
-    # one draw for rho_1, the rho_2 and the rho_3: one call of the generator
-    noise = standard_laplace(key, (n, 1 + 2 * d), dtype)
     rho1 = jnp.asarray(params.threshold_scale, dtype) * noise[:, :1]
     rho2 = jnp.asarray(params.query_scale, dtype) * noise[:, 1 : 1 + d]
     rho3 = jnp.asarray(params.answer_scale, dtype) * noise[:, 1 + d :]
@@ -92,6 +102,12 @@ def numerical_svt_sample(key: PRNGKey, x: Array, params: NumericalSvtParams) -> 
     answered = hits < jnp.asarray(params.cutoff, jnp.int32)
     values = jnp.where(above, x + rho3, jnp.asarray(BELOW, dtype))
     return jnp.where(answered, values, jnp.asarray(ABORTED, dtype))
+
+
+# the sampler in two parts (Mechanism.noise_apart); the scales go with the outputs,
+# which are computed as in the sampler whole. A cheap guess of 4e6 draws per input
+# counted in 1.99 s so on a CPU, against 10.7 s drawn in one program.
+NUMERICAL_SVT_APART = NoiseApart(_noise, _outputs)
 
 
 def pattern_log_probs(x: np.ndarray, params: NumericalSvtParams):
@@ -150,4 +166,5 @@ NUMERICAL_SVT = Mechanism(
     domain=QUERY_ANSWERS,
     pathwise=False,  # the comparisons give the outputs a discrete part
     loss_by_block=True,  # a quadrature per output: 1.5x faster counting by block
+    noise_apart=NUMERICAL_SVT_APART,
 )
