@@ -71,6 +71,13 @@ def standard_laplace(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
     return -jnp.sign(centred) * jnp.log1p(-2 * jnp.abs(centred))
 
 
+def standard_laplace_noise(key: PRNGKey, x: Array, params: Any) -> Array:
+    """Lap(1) draws of ``x``'s shape and dtype: the noise of an additive sampler in
+    two parts (:class:`~mcdp.core.mechanism.NoiseApart`), whose outputs scale it."""
+    del params
+    return standard_laplace(key, x.shape, x.dtype)
+
+
 def laplace_log_sf(t: np.ndarray | Array, scale: Any) -> LogProbs:
     r"""``(log P[eta >= t], log P[eta < t])`` for eta ~ Lap(scale), in log space.
 

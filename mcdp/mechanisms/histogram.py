@@ -26,7 +26,7 @@ from mcdp.mechanisms._base import (
     laplace_exact_delta,
     laplace_exact_epsilon,
     laplace_privacy_loss,
-    standard_laplace,
+    standard_laplace_noise,
 )
 from mcdp.mechanisms.laplace import LaplaceParams, laplace_sample
 
@@ -57,11 +57,6 @@ def noisy_hist2_sample(key: PRNGKey, x: Array, params: LaplaceParams) -> Array:
     return laplace_sample(key, x, params)
 
 
-def _histogram_noise(key: PRNGKey, x: Array, params: LaplaceParams) -> Array:
-    del params
-    return standard_laplace(key, x.shape, x.dtype)
-
-
 def _histogram_outputs(x: Array, noise: Array, params: LaplaceParams) -> Array:
     return x + params.scale * noise
 
@@ -70,7 +65,7 @@ def _histogram_outputs(x: Array, noise: Array, params: LaplaceParams) -> Array:
 # outputs from them; the scaling goes with the outputs, so that they are computed as
 # in the sampler whole, to the bit (on a CPU, XLA fuses a product into the sum that
 # reads it)
-HISTOGRAM_APART = NoiseApart(_histogram_noise, _histogram_outputs)
+HISTOGRAM_APART = NoiseApart(standard_laplace_noise, _histogram_outputs)
 
 
 def _histogram(name: str, sample, params, flaw: str | None) -> Mechanism:
