@@ -233,8 +233,8 @@ def _pattern_classes(y, aux):
 def test_a_sampler_in_two_parts_is_the_sample_and_counts_the_same(monkeypatch, dtype):
     """Every mechanism that declares its sampler in two parts (``noise_apart``) samples
     the same outputs, to the bit, through them; and the counting loop, which draws
-    the noise apart where it draws batched blocks once on a CPU, counts the same with
-    and without it."""
+    the noise apart where it draws blocks once on a CPU (batched or by block), counts
+    the same with and without it, either way."""
     from mcdp.core.attack import Attack
     from mcdp.engines import device
     from mcdp.mechanisms import MECHANISMS
