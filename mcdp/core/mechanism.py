@@ -191,8 +191,9 @@ class Mechanism(_MechanismFields):
         (:class:`mcdp.attacks.LossMemo`).
       noise_apart: ``sample`` in two parts, its noise and the outputs made from it
         (:class:`NoiseApart`), where drawing them in one program is slow on a CPU:
-        there the counting loop draws the noise apart. ``None``: ``sample`` whole.
-        The counts are the same either way.
+        there the engine draws the noise apart wherever it draws blocks once (the
+        counting loop, the selection draws). ``None``: ``sample`` whole. The counts
+        are the same either way.
     """
 
     __slots__ = ()

@@ -199,9 +199,8 @@ def _sampler(mechanism: Mechanism, by_block: bool, platform: str) -> Any:
     written along its few coordinates (benchmarks/RESULTS.md, "The Sparse Vector
     noise drawn apart" and "The noise drawn apart, flat")."""
     apart = mechanism.noise_apart
-    if apart is None or not NOISE_APART or platform != "cpu":
-        return mechanism.sample
-    return apart if _once_on(platform, by_block) else mechanism.sample
+    drawn_apart = NOISE_APART and platform == "cpu" and _once_on(platform, by_block)
+    return apart if apart is not None and drawn_apart else mechanism.sample
 
 
 def _once_on(platform: str, by_block: bool) -> bool:

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from mcdp._types import Array, PRNGKey
 from mcdp.core.domains import HISTOGRAMS
-from mcdp.core.mechanism import Mechanism, NoiseApart
+from mcdp.core.mechanism import Mechanism
 from mcdp.mechanisms._base import (
     laplace_exact_delta,
     laplace_exact_epsilon,
     laplace_privacy_loss,
-    standard_laplace_noise,
 )
-from mcdp.mechanisms.laplace import LaplaceParams, laplace_sample
+from mcdp.mechanisms.laplace import LAPLACE_APART, LaplaceParams, laplace_sample
 
 
 def noisy_hist1_params(epsilon: float) -> LaplaceParams:
@@ -57,17 +56,6 @@ def noisy_hist2_sample(key: PRNGKey, x: Array, params: LaplaceParams) -> Array:
     return laplace_sample(key, x, params)
 
 
-def _histogram_outputs(x: Array, noise: Array, params: LaplaceParams) -> Array:
-    return x + params.scale * noise
-
-
-# the sampler in two parts (Mechanism.noise_apart): the standard Laplace draws, and the
-# outputs from them; the scaling goes with the outputs, so that they are computed as
-# in the sampler whole, to the bit (on a CPU, XLA fuses a product into the sum that
-# reads it)
-HISTOGRAM_APART = NoiseApart(standard_laplace_noise, _histogram_outputs)
-
-
 def _histogram(name: str, sample, params, flaw: str | None) -> Mechanism:
     return Mechanism(
         name=name,
@@ -81,7 +69,7 @@ def _histogram(name: str, sample, params, flaw: str | None) -> Mechanism:
         exact_delta=laplace_exact_delta,
         exact_epsilon=laplace_exact_epsilon,
         domain=HISTOGRAMS,
-        noise_apart=HISTOGRAM_APART,
+        noise_apart=LAPLACE_APART,
     )
 
 

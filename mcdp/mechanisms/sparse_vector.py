@@ -303,11 +303,7 @@ def svt34_sample(key: PRNGKey, x: Array, params: Svt34Params) -> Array:
     True loss on the patterns at ε = 0.1, d = 10 (c = 2): up to 0.4874
     (``half-half``).
     """
-    key3, key4 = jax.random.fold_in(key, SVT3_KEY), jax.random.fold_in(key, SVT4_KEY)
-    return jnp.concatenate(
-        [svt3_sample(key3, x, params.svt3), svt4_sample(key4, x, params.svt4)],
-        axis=-1,
-    )
+    return SVT34_APART(key, x, params)
 
 
 def svt3_privacy_loss(y: Array, tx: Array, tx_prime: Array, params: SvtParams):
