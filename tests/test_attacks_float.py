@@ -86,6 +86,43 @@ def test_float_support_table_matches_the_bytes(dtype, piece):
     assert table[1, 2, 1023 if dtype == "float64" else 127] == 1
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_float_support_guess_matches_the_bytes(dtype):
+    """The guess of every output against the oracle's tables, read value by value:
+    2 where some coordinate has more significant bits than the second input's
+    training outputs had in its cell (or a cell they never reached) and none has
+    more than the first's, 0 the other way round, 1 otherwise. The outputs mix
+    values seen in training, finer ones, NaN, infinities, signed zeros and a
+    binade that neither input reached."""
+    rng = np.random.default_rng(SEED)
+    training = np.round(rng.laplace(size=(2, 200, 3)), 3).astype(dtype)
+    training[1, :, 1] = np.round(training[1, :, 1])  # a coarse grid for x'
+    training[0, :3, 0] = [np.nan, np.inf, -0.0]
+    outputs = np.concatenate(
+        [
+            training[0, :40],
+            training[1, :40],
+            rng.laplace(size=(40, 3)).astype(dtype),  # every bit
+            np.round(rng.laplace(size=(40, 3))).astype(dtype),
+        ]
+    )
+    outputs[:5, 2] = [np.nan, np.inf, -np.inf, -0.0, 2.0**-20]
+    seen = _table_oracle(training, dtype)
+    expected = []
+    for row in outputs:
+        cells = _table_oracle(row[None, None, :], dtype)  # (0, c, binade)
+        outside = [
+            any(p > seen.get((i, c, top), -1) for (_, c, top), p in cells.items())
+            for i in (0, 1)
+        ]
+        expected.append(1 + outside[1] - outside[0])
+    aux = attacks._float_support_aux(training, dtype)
+    with jax.enable_x64(dtype == "float64"):
+        guess = jax.jit(attacks._float_support_guess)(jnp.asarray(outputs), aux)
+    np.testing.assert_array_equal(np.asarray(guess), expected)
+    assert {0, 1, 2} <= set(expected)
+
+
 def test_float_support_is_registered_and_checks_its_sample():
     assert "float-support" in ATTACKS
     with pytest.raises(ValueError, match="train_draws"):
