@@ -13,6 +13,12 @@ prints one line per scorer and writes them to ``--json``; it exits 1 where any p
 differs.
 
     python benchmarks/probe_features_once.py --train-draws 1e6 --json F
+
+``--compare by-batch`` trains each scorer with its features read minibatch by
+minibatch by a switch (``learning.BY_BATCH``, a CPU's default) and sliced from those
+of every row instead, and compares those two the same way:
+
+    python benchmarks/probe_features_once.py --compare by-batch --steps 60 --json F
 """
 
 from __future__ import annotations
@@ -41,25 +47,38 @@ def _same(first, second) -> bool:
     )
 
 
-def probe_case(name: str, train_draws: int, steps: int) -> list[dict]:
+# --compare -> (the setting it toggles, the row's names of its two values)
+COMPARISONS = {
+    "features-once": ("features_fit", ("once", "every_step")),
+    "by-batch": ("BY_BATCH", ("by_batch", "sliced")),
+}
+
+
+def probe_case(
+    name: str, train_draws: int, steps: int, compare: str = "features-once"
+) -> list[dict]:
     """One row per scorer that ``name``'s default audit trains."""
     rows: list[dict] = []
-    fit, decide = learning.fit, learning.features_fit
+    fit, decide, by_batch = learning.fit, learning.features_fit, learning.BY_BATCH
+    setting, labels = COMPARISONS[compare]
 
     def both_ways(key, *args, **kwargs):
         kwargs.pop("steps", None)
         trained, seconds = [], []
-        for once in (True, False):
-            learning.features_fit = lambda *_, once=once: once
+        for first in (True, False):
+            if setting == "features_fit":
+                learning.features_fit = lambda *_, first=first: first
+            else:
+                learning.BY_BATCH = first
             start = time.perf_counter()
             scorer = jax.block_until_ready(fit(key, *args, steps=steps, **kwargs))
             seconds.append(time.perf_counter() - start)
             trained.append([np.asarray(x) for x in jax.tree.leaves(scorer)])
-        learning.features_fit = decide
+        learning.features_fit, learning.BY_BATCH = decide, by_batch
         rows.append({
             "case": name, "model": kwargs.get("model"),
             "features": kwargs.get("feature_set"), "same": _same(*trained),
-            "seconds_once": seconds[0], "seconds_every_step": seconds[1],
+            f"seconds_{labels[0]}": seconds[0], f"seconds_{labels[1]}": seconds[1],
         })  # fmt: skip
         return scorer
 
@@ -69,6 +88,7 @@ def probe_case(name: str, train_draws: int, steps: int) -> list[dict]:
         _run(name, attack, 100_000, 0)
     finally:
         learning.fit, learning.features_fit = fit, decide
+        learning.BY_BATCH = by_batch
     return rows
 
 
@@ -78,10 +98,14 @@ def main() -> None:
     parser.add_argument("--train-draws", type=parse_count, default=1_000_000)
     parser.add_argument("--steps", type=int, default=30, help="Adam steps per scorer")
     parser.add_argument("--json", default=None, help="where the rows go")
+    parser.add_argument(
+        "--compare", choices=tuple(COMPARISONS), default="features-once",
+        help="the two forms compared",
+    )  # fmt: skip
     args = parser.parse_args()
     rows = []
     for name in args.cases.split(","):
-        for row in probe_case(name, args.train_draws, args.steps):
+        for row in probe_case(name, args.train_draws, args.steps, args.compare):
             rows.append(row)
             verdict = "same" if row["same"] else "DIFFERENT"
             print(f"{name:22s} {row['model']:8s} {row['features']:8s} {verdict}")
@@ -89,7 +113,8 @@ def main() -> None:
     if args.json:
         write_json(args.json, {
             "benchmark": "probe_features_once", "environment": environment(),
-            "train_draws": args.train_draws, "steps": args.steps, "rows": rows,
+            "compare": args.compare, "train_draws": args.train_draws,
+            "steps": args.steps, "rows": rows,
         })  # fmt: skip
     if not all(r["same"] for r in rows):
         sys.exit(1)

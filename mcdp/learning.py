@@ -634,19 +634,25 @@ def fit(
     del phi  # not held while the scorer trains: 400 coordinates' moments, 1.9 GB
     weights = _init(key, model, width, dtype)
     rate = jnp.asarray(learning_rate, dtype)
-    rows = (y.shape[0] // batch) * batch  # the rows that the steps use
+    blocks = y.shape[0] // batch
+    rows = blocks * batch  # the rows that the steps use
     scalars = rows * width
     if not features_fit(scalars, itemsize):
         form = "every step"
     elif scalars > FEATURE_SCALARS and feature_set in BUILT_IN_PIECES:
         form = "given"  # built piece by piece, then trained on as they are
-        y = _standardized_in_pieces(y, basis, mean, scale, feature_set, rows=rows)
     else:
         form = "once"
+    by_batch = form != "every step" and _by_batch(blocks)
+    if form == "given":
+        y = _standardized_in_pieces(
+            y, basis, mean, scale, feature_set, rows=rows,
+            batch=batch if by_batch else None,
+        )  # fmt: skip
     with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
         trained = _train(
             y, labels, mean, scale, weights, basis, rate, model=model, steps=steps,
-            batch=batch, feature_set=feature_set, form=form,
+            batch=batch, feature_set=feature_set, form=form, by_batch=by_batch,
         )  # fmt: skip
     return Scorer(mean, scale, trained, basis)
 
@@ -672,11 +678,14 @@ def _standardized_in_pieces(
     feature_set: str,
     *,
     rows: int | None = None,
-) -> Array:
+    batch: int | None = None,
+) -> Array | tuple[Array, ...]:
     """The standardised features of ``y``'s first ``rows`` rows (by default all of
     them), each :data:`PIECE_ROWS` of them computed by one program and written in
     place into one array: at the peak, that array and a piece's, where one program
-    for all the rows held the bit features' concatenation beside it.
+    for all the rows held the bit features' concatenation beside it. With a
+    ``batch`` (that divides ``rows``), one array per ``batch`` rows instead, in
+    order: a minibatch's features for :func:`_train` ``by_batch``.
 
     The same numbers as that program's, to the last bit
     (``tests/test_learning.py``): a program of a piece's rows fuses their
@@ -685,6 +694,13 @@ def _standardized_in_pieces(
     bit features' ``precision / nmant`` into their standardisation otherwise and
     changed them at rounding."""
     rows = y.shape[0] if rows is None else rows
+    if batch is not None:
+        return tuple(
+            _standardized_in_pieces(
+                y[first : first + batch], basis, mean, scale, feature_set
+            )
+            for first in range(0, rows, batch)
+        )
     out = jnp.zeros((rows, mean.shape[0]), mean.dtype)
     for start in range(0, rows, PIECE_ROWS):
         part = _standardized_piece(
@@ -797,10 +813,35 @@ def features_fit(scalars: int, itemsize: int, platform: str | None = None) -> bo
     return memory is not None and peak <= FEATURE_MEMORY_SHARE * memory
 
 
-@partial(jax.jit, static_argnames=("model", "steps", "batch", "feature_set", "form"))
+# On a CPU, each minibatch's training features are an array of their own, read by a
+# switch over the minibatches (_train's by_batch), up to BY_BATCH_BLOCKS of them: a
+# step that sliced its minibatch from the features of every row copied it first (63
+# MB for svt1's 120 moments per output), and the three scorers of svt1's default
+# audit trained in 0.57-0.84 of the time, with the same weights to the last bit
+# (benchmarks/RESULTS.md, "Each minibatch's features an array of their own"). A
+# switch compiles each branch: past BY_BATCH_BLOCKS minibatches (a training sample
+# of 2^20 outputs per input, the default's most), the steps slice their minibatch
+# again. Off a CPU the slice is kept: a switch there has not been measured.
+BY_BATCH = True
+BY_BATCH_BLOCKS = 32
+
+
+def _by_batch(blocks: int, platform: str | None = None) -> bool:
+    """Whether :func:`_train` reads ``blocks`` minibatches by a switch (above)."""
+    return (
+        BY_BATCH
+        and 1 < blocks <= BY_BATCH_BLOCKS
+        and (platform or jax.default_backend()) == "cpu"
+    )
+
+
+@partial(
+    jax.jit,
+    static_argnames=("model", "steps", "batch", "feature_set", "form", "by_batch"),
+)
 def _train(
     y, labels, mean, scale, weights, basis, learning_rate, *, model, steps, batch,
-    feature_set, form,
+    feature_set, form, by_batch=False,
 ):  # fmt: skip
     """``steps`` Adam steps on the cross-entropy, full batch where ``batch`` is the
     sample's size, else on its consecutive blocks of ``batch`` rows in turn; one
@@ -812,10 +853,16 @@ def _train(
     in each: the suite's scorers are the same to the last bit,
     ``benchmarks/RESULTS.md``; a form that computed them block by block inside one
     program, ``lax.map`` or a loop, fused the bit features' ``precision / nmant``
-    into their standardisation otherwise and changed them at rounding)."""
+    into their standardisation otherwise and changed them at rounding).
+
+    ``by_batch`` (forms ``"once"`` and ``"given"``): each minibatch's features are
+    an array of their own (computed once, or given as a tuple of them), and a step
+    reads its own by a switch over the minibatches, where it would slice it from
+    the features of every row, a copy each step (:data:`BY_BATCH`). The same steps
+    on the same numbers."""
     head = HEADS[model]
     optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
-    blocks = y.shape[0] // batch
+    blocks = len(y) if form == "given" and by_batch else y.shape[0] // batch
     labels = labels[: blocks * batch]
 
     def standardized(y):
@@ -824,20 +871,35 @@ def _train(
     # the steps slice their batches from the first blocks * batch rows; only the
     # features computed once are of those rows alone (a slice of the outputs would
     # be a copy of them: 6.4 GB for 2e6 outputs of 400 coordinates in float64)
-    inputs = standardized(y[: blocks * batch]) if form == "once" else y
+    if form != "once":
+        inputs = y
+    elif by_batch:
+        inputs = tuple(
+            standardized(y[k * batch : (k + 1) * batch]) for k in range(blocks)
+        )
+    else:
+        inputs = standardized(y[: blocks * batch])
 
     def loss(weights, inputs, labels):
         z = standardized(inputs) if form == "every step" else inputs
         return jnp.mean(optax.sigmoid_binary_cross_entropy(head(z, weights), labels))
 
+    def grads_of(k, weights):
+        """The gradient on minibatch ``k``'s own features."""
+        return jax.grad(loss)(weights, inputs[k], labels[k * batch : (k + 1) * batch])
+
     def step(i, state):
         weights, opt_state = state
-        start = (i % blocks) * batch
-        grads = jax.grad(loss)(
-            weights,
-            jax.lax.dynamic_slice_in_dim(inputs, start, batch),
-            jax.lax.dynamic_slice_in_dim(labels, start, batch),
-        )
+        if by_batch:
+            branches = [partial(grads_of, k) for k in range(blocks)]
+            grads = jax.lax.switch(i % blocks, branches, weights)
+        else:
+            start = (i % blocks) * batch
+            grads = jax.grad(loss)(
+                weights,
+                jax.lax.dynamic_slice_in_dim(inputs, start, batch),
+                jax.lax.dynamic_slice_in_dim(labels, start, batch),
+            )
         updates, opt_state = optimizer.update(grads, opt_state)
         return optax.apply_updates(weights, updates), opt_state
 

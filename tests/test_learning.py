@@ -311,18 +311,28 @@ def test_features_computed_once_or_every_step_train_the_same_scorer(
     program, or in pieces past :data:`mcdp.learning.FEATURE_SCALARS`), else
     every step on its batch: on a CPU, the scorer is the same to the last bit (in
     minibatches, with atoms and hinges), so the machine's memory decides the time of
-    a preparation and never its result. Off a CPU the form follows the sample's size
-    alone (:func:`mcdp.learning.features_fit`), and the forms' scorers agree to
-    rounding: on an H200, the bit features' weights differed in their last bit or
-    two (8e-15 relative at most)."""
+    a preparation and never its result. On a CPU the features computed once are
+    also read minibatch by minibatch (:data:`mcdp.learning.BY_BATCH`), or sliced
+    from those of every row: the same scorer again. Off a CPU the form follows the
+    sample's size alone (:func:`mcdp.learning.features_fit`), and the forms'
+    scorers agree to rounding: on an H200, the bit features' weights differed in
+    their last bit or two (8e-15 relative at most)."""
+    assert learning._by_batch(4, "cpu") and not learning._by_batch(4, "gpu")
+    assert not learning._by_batch(1, "cpu")
+    assert not learning._by_batch(learning.BY_BATCH_BLOCKS + 1, "cpu")
     first, second = _minibatch_outputs(4, learning.BATCH)
     trained = []
-    for form in ("one program", "in pieces", "every step"):
+    forms = ("one program", "in pieces", "every step")
+    for form, by_batch in [(form, True) for form in forms] + [
+        ("one program", False),
+        ("in pieces", False),
+    ]:
         once = form != "every step"
         monkeypatch.setattr(learning, "features_fit", lambda *_, once=once: once)
         scalars = 0 if form == "in pieces" else 1 << 26
         monkeypatch.setattr(learning, "FEATURE_SCALARS", scalars)
         monkeypatch.setattr(learning, "BUILT_IN_PIECES", set(learning.FEATURE_SETS))
+        monkeypatch.setattr(learning, "BY_BATCH", by_batch)
         key = cell_key(2, "fit")
         with jax.enable_x64(True):
             trained.append(
