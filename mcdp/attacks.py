@@ -393,7 +393,7 @@ def _float_support_guess(y, aux):
     inputs' tables side by side, one row per coordinate and binade
     (:func:`_float_support_aux`), read in one gather whose cells are in range by
     construction: the gather of two indices into each table, bounds-checked, took
-    4.7x as long on a CPU (benchmarks/RESULTS.md, "The float-support lookup")."""
+    3-9x as long on a CPU (benchmarks/RESULTS.md, "The float-support lookup")."""
     y = jnp.reshape(y, (y.shape[0], -1))
     top, precision, _ = learning.float_bits(y)
     width = y.shape[1]

@@ -816,8 +816,8 @@ def features_fit(scalars: int, itemsize: int, platform: str | None = None) -> bo
 # On a CPU, each minibatch's training features are an array of their own, read by a
 # switch over the minibatches (_train's by_batch), up to BY_BATCH_BLOCKS of them: a
 # step that sliced its minibatch from the features of every row copied it first (63
-# MB for svt1's 120 moments per output), and the three scorers of svt1's default
-# audit trained in 0.57-0.84 of the time, with the same weights to the last bit
+# MB for svt1's 120 moments per output); svt1's three scorers on 10^6 training
+# outputs per input trained in 14.5-15.0 s against 19.6-20.6 s, to the same weights
 # (benchmarks/RESULTS.md, "Each minibatch's features an array of their own"). A
 # switch compiles each branch: past BY_BATCH_BLOCKS minibatches (a training sample
 # of 2^20 outputs per input, the default's most), the steps slice their minibatch
