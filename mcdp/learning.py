@@ -862,7 +862,7 @@ def _train(
     on the same numbers."""
     head = HEADS[model]
     optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
-    blocks = len(y) if form == "given" and by_batch else y.shape[0] // batch
+    blocks = labels.shape[0] // batch  # a label per row of the sample, in every form
     labels = labels[: blocks * batch]
 
     def standardized(y):
