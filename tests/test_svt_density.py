@@ -185,6 +185,62 @@ def test_losses_stay_within_the_exact_loss_on_more_pairs(name, dtype, pair):
     _check_loss(name, dtype, pair, 1, n=1 << 17)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_numerical_svt_loss_reads_the_pattern_table_to_the_bit(monkeypatch, dtype):
+    """Each output's pattern terms read from the table of every pattern are the
+    ones integrated for that output, on every pattern that 2^14 outputs take
+    (cutoff 2 and 4: aborted or not), for the peers' pair and a spread one: to the
+    last bit on blocks of 1,024 rows, as the engine scores the selection draws and
+    counts this loss on a CPU; within rounding on all the rows at once, where XLA
+    integrates in other programs (the integrals' rounding varies with the rows'
+    number, not the table's)."""
+    m, name = MECHANISMS["numerical-svt"], "numerical-svt"
+    key = jax.random.key(SEED)
+    for cutoff, tx in [(2, make_pair("all-above-all-below", 10)), (4, _pairs(10)[2])]:
+        params = numerical_svt.numerical_svt_params(SUITE[name].epsilon, cutoff)
+
+        def losses(y, a, b, params=params):
+            blocks = y.reshape((-1, 1024) + y.shape[1:])
+            by_block = jax.lax.map(
+                lambda chunk: m.privacy_loss(chunk, a, b, params), blocks
+            )
+            return m.privacy_loss(y, a, b, params), by_block.reshape(-1)
+
+        with jax.enable_x64(dtype == "float64"):
+            x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (1 << 14, 10))
+            y = m.sample(key, x, params)
+            a, b = (jnp.asarray(row, dtype) for row in tx)
+            tabled = jax.jit(losses)(y, a, b)
+            monkeypatch.setattr(numerical_svt, "TABLE_QUERIES", 0)
+            # a function of its own, so that jit traces it again
+            direct = jax.jit(lambda *args: losses(*args))(y, a, b)
+            monkeypatch.undo()
+        aborted = np.any(np.asarray(y) == numerical_svt.ABORTED, axis=1)
+        assert 0 < aborted.sum() < aborted.size  # both kinds of pattern
+        whole, by_block = (np.asarray(t, np.float64) for t in tabled)
+        np.testing.assert_array_equal(by_block, np.asarray(direct[1], np.float64))
+        # within 4 units in the last place of the largest pattern term
+        with jax.enable_x64(dtype == "float64"):
+            quad = density.Quadrature(tx[0], tx[1], params, jnp.dtype(dtype))
+            rows = [jnp.asarray(r) for r in numerical_svt._patterns(10)]
+            terms = [density.pattern_log_probs(*rows, v, quad) for v in (a, b)]
+        largest = max(float(np.abs(np.asarray(t)).max()) for t in terms)
+        ulps = 4 * np.finfo(dtype).eps * largest
+        np.testing.assert_allclose(whole, np.asarray(direct[0]), rtol=0, atol=ulps)
+
+
+def test_numerical_svt_pattern_table_keys_every_pattern():
+    """The table's rows are the patterns of their keys: every output pattern of
+    cutoff 1-3 on 6 queries (:func:`mcdp.mechanisms._svt_exact.outputs`) is the row
+    that its key names."""
+    above, below = numerical_svt._patterns(6)
+    for cutoff in (1, 2, 3):
+        rows = svt_exact.outputs(6, cutoff)
+        keys = np.asarray(numerical_svt._pattern_keys(rows == 1, rows == -1))
+        np.testing.assert_array_equal(above[keys], rows == 1)
+        np.testing.assert_array_equal(below[keys], rows == 0)
+
+
 def test_svt34_loss_adds_its_halves():
     params = _params("svt34-parallel")
     tx = make_pair("half-half", 10)
