@@ -59,6 +59,19 @@ def best_of(repeats: int, run: Callable[[], Any]) -> Timing:
     return best
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name (Linux's ``/proc/cpuinfo``), or None where unread: the
+    shared machines differ from session to session, and their times with them."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def environment() -> dict[str, Any]:
     """What every figure depends on besides its own settings."""
     usable = learning.usable_cores()
@@ -77,6 +90,7 @@ def environment() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "usable_cpus": usable,
         "load_average_1min": load,
+        "cpu_model": cpu_model(),
     }
 
 
@@ -86,7 +100,8 @@ def environment_line(env: dict[str, Any]) -> str:
         f"jax {env['jax_version']} backend={env['jax_backend']} "
         f"device_count={env['jax_device_count']} device_kind={env['jax_device_kind']} "
         f"| mcdp prng={env['mcdp_prng_impl']} | numpy {env['numpy_version']} | "
-        f"python {env['python_version']} | cpu cores={env['cpu_count']} (usable "
+        f"python {env['python_version']} | cpu {env.get('cpu_model')}, "
+        f"cores={env['cpu_count']} (usable "
         f"{env['usable_cpus']}), load avg (1 min, before the runs)="
         f"{env['load_average_1min']}"
     )

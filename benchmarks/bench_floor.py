@@ -607,17 +607,6 @@ def format_tables(
     return "\n".join(lines)
 
 
-def _cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
-
-
 def parse_cases(text: str) -> list[str]:
     """``"a,b"`` -> ``["a", "b"]``, each a case of SUITE, once."""
     names = [v.strip() for v in text.split(",") if v.strip()]
@@ -750,7 +739,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.merge is not None:
         return merge_files(args.merge.split(","), args.json, args.ceilings)
     env = environment()
-    env["cpu_model"] = _cpu_model()
     cache = os.environ.get("MCDP_COMPILATION_CACHE", "1").strip().lower()
     env["mcdp_compilation_cache"] = cache not in OFF_VALUES
     settings = {

@@ -17,6 +17,14 @@ profile and selection table).
 
     python benchmarks/bench_loss_memo.py --cases svt1,svt4,svt6 --draws 1e6,1e7 \
         --json benchmarks/results/loss_memo.json
+
+``--table`` compares instead ``numerical-svt``'s exact loss integrated per output
+(``mcdp.mechanisms.numerical_svt.TABLE_QUERIES = 0``, before 2026-11-28) against its
+pattern terms read from the table of every pattern (the default), JAX's caches
+cleared before each form (the setting is read where the loss is traced):
+
+    python benchmarks/bench_loss_memo.py --table --cases numerical-svt --draws 1e7 \
+        --json benchmarks/results/loss_table.json
 """
 
 from __future__ import annotations
@@ -28,38 +36,51 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import parse_ints, print_table  # noqa: E402
-from bench_selection import compared_row, in_both_forms  # noqa: E402
+from bench_selection import compared_row, in_both_forms, in_forms  # noqa: E402
 
 from mcdp import attacks  # noqa: E402
+from mcdp.mechanisms import numerical_svt  # noqa: E402
 
 FORMS = {"computed": False, "memoised": True}
+TABLE_FORMS = {
+    "integrated": {"TABLE_QUERIES": 0},
+    "tabled": {"TABLE_QUERIES": numerical_svt.TABLE_QUERIES},
+}
 
 
-def bench_case(name: str, draws: int, seed: int, alone: bool) -> dict:
+def bench_case(name: str, draws: int, seed: int, alone: bool, table: bool) -> dict:
     row: dict = {"case": name, "draws": draws, "seed": seed, "alone": alone}
     attack = attacks.auto_attack(candidates=("lr",)) if alone else "auto"
-    runs = in_both_forms(
-        "LOSS_MEMO", name, attack, draws, seed,
-        module=attacks, forms=FORMS,
-    )  # fmt: skip
-    return compared_row(row, runs)
+    if table:
+        runs = in_forms(
+            TABLE_FORMS, name, attack, draws, seed, module=numerical_svt, clear=True
+        )
+    else:
+        runs = in_both_forms(
+            "LOSS_MEMO", name, attack, draws, seed,
+            module=attacks, forms=FORMS,
+        )  # fmt: skip
+    return compared_row(row, runs, stage="selection draws")
 
 
 def _line(row: dict) -> str:
-    before, after = (row[form] for form in FORMS)
+    before, after = (row[form] for form in row["forms"])
     return (
         f"| {row['case']} | {row['draws']:.0e} | {before['audit_seconds']:.1f} / "
         f"{after['audit_seconds']:.1f} | {row['audit_ratio']:.2f} "
         f"| {row['prep_ratio']:.2f} | {before['counting_seconds']:.1f} / "
         f"{after['counting_seconds']:.1f} | {row['counting_ratio']:.2f} "
+        f"| {row['selection_ratio']:.2f} "
         f"| {'yes' if row['same_result'] else 'NO'} |"
     )
 
 
-HEADER = (
-    "| case | N | audit s, computed / memoised | ratio | prep ratio "
-    "| counting s, computed / memoised | ratio | same record |"
-)
+def header(forms: dict) -> str:
+    pair = " / ".join(forms)
+    return (
+        f"| case | N | audit s, {pair} | ratio | prep ratio "
+        f"| counting s, {pair} | ratio | selection draws ratio | same record |"
+    )
 
 
 def main() -> int:
@@ -68,14 +89,19 @@ def main() -> int:
     p.add_argument("--draws", type=parse_ints, default=[1_000_000])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--alone", action="store_true", help="the exact loss alone")
+    p.add_argument(
+        "--table", action="store_true",
+        help="numerical-svt's pattern table against its loss integrated per output",
+    )  # fmt: skip
     p.add_argument("--json", default=None)
     args = p.parse_args()
+    forms = TABLE_FORMS if args.table else FORMS
     rows = (
-        bench_case(name, n, args.seed, args.alone)
+        {**bench_case(name, n, args.seed, args.alone, args.table), "forms": list(forms)}
         for name in args.cases.split(",")
         for n in args.draws
     )
-    print_table(HEADER, rows, _line, args.json)
+    print_table(header(forms), rows, _line, args.json)
     return 0
 
 

@@ -138,11 +138,14 @@ def numerical_svt_exact_epsilon(params: NumericalSvtParams, tx: np.ndarray):
     return epsilon_of(lo, hi)
 
 
-# Up to this many queries the loss reads each output's pattern term from a table of
-# every pattern (2^(d + 1) rows, :func:`_patterns`), computed once for all the rows
-# it is given; past it, where the table would outgrow the rows, it integrates per
-# row. The same numbers either way (tests/test_svt_density.py): on 2^20 outputs
-# of 10 queries the table took 0.03 of the time (benchmarks/RESULTS.md).
+# Up to this many queries the loss reads each output's pattern terms from a table
+# of every pattern (2^(d + 1) rows, :func:`_patterns`). The table does not depend on
+# the outputs, so XLA computes it once per program, outside the engine's loop over
+# blocks. Past this many queries it would outgrow what it saves (at 12: 8,192 rows
+# of about 280 nodes), and the loss integrates per output instead. The same
+# numbers on the engine's blocks (tests/test_svt_density.py); the
+# default audit's selection draws at 1e7 took 2.4x less time, and the exact loss's
+# audit counted 2.7x as fast (benchmarks/bench_loss_memo.py --table).
 TABLE_QUERIES = 12
 
 
