@@ -183,7 +183,7 @@ def _prepare_lr(context: AttackContext) -> tuple[Attack, Any]:
 @functools.cache
 def _loss_score(mechanism: Mechanism) -> Any:
     """``score(y, aux)``: the exact privacy loss of ``y``, ``aux = (tx, tx_prime,
-    params, memo)``, looked up in ``memo`` (a :class:`LossMemo`) where it is not
+    params, memo)``, looked up in ``memo`` (a :class:`ValueMemo`) where it is not
     None (cached per mechanism: one compile)."""
     loss_fn = mechanism.privacy_loss
 
@@ -328,13 +328,21 @@ def _scored(
     thresholds: np.ndarray,
     label: str,
     selection: tuple[tuple[str, float], ...] = (),
+    memoised: bool = False,
 ) -> Attack:
     """The attack that counts how many of the sorted ``thresholds`` a scorer's
-    score reaches; its events named ``"{label} score >= t"``."""
+    score reaches; its events named ``"{label} score >= t"``. ``memoised``: its
+    aux is ``((scorer, memo), thresholds)`` (:func:`_memoised_guess`), else
+    ``(scorer, thresholds)``."""
+    guess = (
+        _memoised_guess(features, model)
+        if memoised
+        else _LEARNED_GUESSES[features][model]
+    )
     return Attack(
         name,
         len(thresholds) + 1,
-        _LEARNED_GUESSES[features][model],
+        guess,
         events=tuple(f"{label} score >= {t:.6g}" for t in thresholds),
         selection=selection,
         by_block=model == "mlp",  # its product over a chunk: slower on a CPU
@@ -763,25 +771,68 @@ def histogram_score(y: Array, table: HistogramTable) -> Array:
 
 # Whether the portfolio looks up an expensive exact loss (a mechanism's
 # loss_by_block) at the distinct outputs of discrete training draws, computed once
-# (LossMemo), rather than computing it at every output; benchmarks switch it off to
+# (ValueMemo), rather than computing it at every output; benchmarks switch it off to
 # compare (benchmarks/bench_loss_memo.py).
 LOSS_MEMO = True
+# Whether the portfolio's scorers that share the training sample are looked up so
+# too, in the selection draws and, where one wins, in the counting loop: svt1's
+# three took 8.6 s of its 10 s of selection draws at 1e8 (benchmarks/RESULTS.md,
+# "The scorers looked up").
+SCORE_MEMO = True
 
 
-class LossMemo(NamedTuple):
-    """The exact loss at each distinct output of the training sample: the outputs'
-    keys as :class:`HistogramTable` makes them, and a table of the loss at every key
-    (NaN at a key that no training output has)."""
+class ValueMemo(NamedTuple):
+    """A candidate's values (the exact loss, a scorer's score) at each distinct
+    output of the training sample: the outputs' keys as :class:`HistogramTable`
+    makes them, and a table of the value at every key (NaN at a key that no
+    training output has)."""
 
     values: np.ndarray  # (d, V) float
     lengths: np.ndarray  # (d,) int32
     strides: np.ndarray  # (d,) int32
-    losses: np.ndarray  # (S,) float, S a power of two above every key
+    table: np.ndarray  # (S,) float, S a power of two above every key
 
 
-# The largest table of a LossMemo (entries): one lookup per output, where a search
+# The largest table of a ValueMemo (entries): one lookup per output, where a search
 # in the sorted keys gathered a dozen times on a CPU.
 MEMO_ENTRIES = 1 << 22
+
+
+class MemoRows(NamedTuple):
+    """The distinct outputs of discrete training draws, padded to
+    :data:`HISTOGRAM_VALUES` rows with the first, and their keys: what every
+    :class:`ValueMemo` of those draws is computed from."""
+
+    rows: np.ndarray  # (HISTOGRAM_VALUES, ...) outputs
+    keyed: OutputKeys
+    top: int  # one past the largest key
+
+
+def memo_rows(outputs: np.ndarray, keyed: OutputKeys | None) -> MemoRows | None:
+    """The :class:`MemoRows` of ``outputs`` (``(2, n, ...)``, keyed by ``keyed``,
+    their :func:`output_keys`), or None where they are not discrete (``keyed``
+    None), take more than :data:`HISTOGRAM_VALUES` values, or have keys past
+    :data:`MEMO_ENTRIES`. Padded to one number of rows, so that few compiled
+    programs serve every audit."""
+    if keyed is None:
+        return None
+    top = int(np.sum(keyed.lengths.astype(np.int64) * keyed.strides)) + 1
+    if top > MEMO_ENTRIES or keyed.distinct.size > HISTOGRAM_VALUES:
+        return None
+    rows = outputs.reshape((-1,) + outputs.shape[2:])[keyed.first]
+    pad = (HISTOGRAM_VALUES - rows.shape[0],) + rows.shape[1:]
+    return MemoRows(np.concatenate([rows, np.broadcast_to(rows[:1], pad)]), keyed, top)
+
+
+def value_memo(fn: Any, aux: Any, rows: MemoRows, dtype: str) -> ValueMemo:
+    """``fn(y, aux)`` (jitted) at each distinct output of ``rows``, tabulated on a
+    power of two of keys."""
+    with jax.enable_x64(dtype == "float64"):
+        values = np.asarray(_jitted(fn)(jnp.asarray(rows.rows, dtype), aux))
+    keyed = rows.keyed
+    table = np.full(1 << (rows.top - 1).bit_length(), np.nan, values.dtype)
+    table[keyed.distinct] = values[: keyed.distinct.size]
+    return ValueMemo(keyed.values, keyed.lengths, keyed.strides, table)
 
 
 def loss_memo(
@@ -790,63 +841,74 @@ def loss_memo(
     outputs: np.ndarray,
     keyed: OutputKeys | None,
     dtype: str,
-) -> LossMemo | None:
+) -> ValueMemo | None:
     """The exact loss of ``mechanism`` (``aux = (tx, tx_prime, params)``) at each
     distinct output of ``outputs`` (``(2, n, ...)``, keyed by ``keyed``, their
-    :func:`output_keys`), or None where they are not discrete (``keyed`` None), take
-    more than :data:`HISTOGRAM_VALUES` values, or have keys past
-    :data:`MEMO_ENTRIES`. The losses are computed on :data:`HISTOGRAM_VALUES` rows,
-    padded with the first, and tabulated on a power of two of keys, so that few
-    compiled programs serve every audit."""
-    if keyed is None:
+    :func:`output_keys`), or None where :func:`memo_rows` has none."""
+    rows = memo_rows(outputs, keyed)
+    if rows is None:
         return None
-    top = int(np.sum(keyed.lengths.astype(np.int64) * keyed.strides)) + 1
-    if top > MEMO_ENTRIES:
-        return None
-    distinct, first = keyed.distinct, keyed.first
-    if distinct.size > HISTOGRAM_VALUES:
-        return None
-    rows = outputs.reshape((-1,) + outputs.shape[2:])[first]
-    pad = (HISTOGRAM_VALUES - rows.shape[0],) + rows.shape[1:]
-    padded = np.concatenate([rows, np.broadcast_to(rows[:1], pad)])
-    with jax.enable_x64(dtype == "float64"):
-        losses = _jitted_loss(mechanism)(jnp.asarray(padded, dtype), (*aux, None))
-    losses = np.asarray(losses)
-    table = np.full(1 << (top - 1).bit_length(), np.nan, losses.dtype)
-    table[distinct] = losses[: distinct.size]
-    return LossMemo(keyed.values, keyed.lengths, keyed.strides, table)
+    return value_memo(_loss_score(mechanism), (*aux, None), rows, dtype)
 
 
 @functools.cache
-def _jitted_loss(mechanism: Mechanism) -> Any:
-    return jax.jit(_loss_score(mechanism))
+def _jitted(fn: Any) -> Any:
+    return jax.jit(fn)
 
 
-def memoised_loss(y: Array, memo: LossMemo, loss_fn, args: tuple) -> Array:
-    """The loss of each output of ``y`` looked up in ``memo``; where one is not
-    there, ``loss_fn(y, *args)`` (the loss of every output of ``y``) is computed,
-    and gives those. A loop of at most one pass rather than a ``cond``: a block of
-    outputs all in the memo skips ``loss_fn``, one block at a time (``lax.map``) or
-    batched (``vmap``: the pass runs where any block of the batch needs it; JAX 0.10
-    turns a batched ``cond`` into a select whose operands fail ``shard_map``'s check
-    of varying axes). The pass reads the outputs through its own number: a loss of
-    the outputs alone is loop-invariant, and XLA's CPU code computed it before the
-    loop, at every batch (``svt1``'s memo on 64 blocks: 0.25 s, against 0.004 s for
-    its lookups; benchmarks/RESULTS.md, "The exact loss looked up, batched")."""
+def memoised_values(y: Array, memo: ValueMemo, fn: Any) -> Array:
+    """``fn(y)`` (a value per output) looked up in ``memo``; where one is not
+    there, ``fn(y)`` is computed, and gives those. A loop of at most one pass
+    rather than a ``cond``: a block of outputs all in the memo skips ``fn``, one
+    block at a time (``lax.map``) or batched (``vmap``: the pass runs where any
+    block of the batch needs it; JAX 0.10 turns a batched ``cond`` into a select
+    whose operands fail ``shard_map``'s check of varying axes). The pass reads the
+    outputs through its own number: a value of the outputs alone is loop-invariant,
+    and XLA's CPU code computed it before the loop, at every batch (``svt1``'s loss
+    memo on 64 blocks: 0.25 s, against 0.004 s for its lookups;
+    benchmarks/RESULTS.md, "The exact loss looked up, batched")."""
     key = _histogram_keys(jnp, y, memo.values, memo.lengths, memo.strides)
-    known = memo.losses[key]
+    known = memo.table[key]
     hit = ~jnp.isnan(known)
 
     def computed(state):
-        pending, loss, turn = state
-        # y itself on the one pass: read through the pass's number, the loss is
+        pending, values, turn = state
+        # y itself on the one pass: read through the pass's number, the value is
         # not loop-invariant, which XLA would compute before the loop, every time
         mine = jnp.where(turn == 0, y, jnp.zeros_like(y))
-        loss = jnp.where(hit, loss, loss_fn(mine, *args).astype(loss.dtype))
-        return pending & False, loss, turn + 1
+        values = jnp.where(hit, values, fn(mine).astype(values.dtype))
+        return pending & False, values, turn + 1
 
     start = (~jnp.all(hit), known, jnp.zeros((), jnp.int32))
     return jax.lax.while_loop(lambda state: state[0], computed, start)[1]
+
+
+def memoised_loss(y: Array, memo: ValueMemo, loss_fn, args: tuple) -> Array:
+    """The loss of each output of ``y`` looked up in ``memo``, computed as
+    ``loss_fn(y, *args)`` where one is not there (:func:`memoised_values`)."""
+    return memoised_values(y, memo, lambda z: loss_fn(z, *args))
+
+
+@functools.cache
+def _memoised_score(score: Any) -> Any:
+    """``value(y, (scorer, memo))``: ``score(y, scorer)``, looked up in ``memo`` (a
+    :class:`ValueMemo`) where it is not None (cached per score: one compile)."""
+
+    def value(y, aux):
+        scorer, memo = aux
+        if memo is None:
+            return score(y, scorer)
+        return memoised_values(y, memo, lambda z: score(z, scorer))
+
+    return value
+
+
+@functools.cache
+def _memoised_guess(features: str, model: str) -> Any:
+    """The guess of a thresholded scorer looked up (:func:`_memoised_score`), ``aux
+    = ((scorer, memo), thresholds)``: the portfolio's scorers, as counted."""
+    score = learning.SCORES_BY_FEATURES[features][model]
+    return functools.partial(_thresholded_guess, score=_memoised_score(score))
 
 
 def _histogram_guess(y: Array, aux: Any) -> Array:
@@ -990,9 +1052,9 @@ def _prepared_candidates(
     ]
     prepared: dict[int, _Candidate | None] = {}
 
-    def prepare(i: int, outputs: Any, sample: Any, keyed: Any) -> None:
+    def prepare(i: int, outputs: Any, sample: Any, keyed: Any, rows=None) -> None:
         label = settings.candidates[i]
-        candidate = _prepared_candidate(i, label, context, outputs, sample, keyed)
+        candidate = _prepared_candidate(i, label, context, outputs, sample, keyed, rows)
         watch.lap(f"prepare {label}", None if candidate is None else candidate.aux)
         prepared[i] = candidate
 
@@ -1003,10 +1065,12 @@ def _prepared_candidates(
         # the scorers on quantile hinges (all but learned-inputs) share one sample
         with jax.enable_x64(dtype == "float64"):
             sample = learning.training_sample(outputs[0], outputs[1])
+        # their values at the distinct outputs, where discrete, looked up after
+        rows = memo_rows(outputs, keyed()) if SCORE_MEMO else None
         watch.lap("training sample", sample.y)
         del outputs, keyed  # the sample holds all that the scorers read
         for i in shared:
-            prepare(i, None, sample, None)
+            prepare(i, None, sample, None, rows)
     return [prepared[i] for i in sorted(prepared) if prepared[i] is not None]
 
 
@@ -1017,11 +1081,14 @@ def _prepared_candidate(
     outputs: np.ndarray | None,
     sample: learning.TrainingSample | None,
     keyed: Any,
+    rows: MemoRows | None = None,
 ) -> _Candidate | None:
     """Candidate ``label`` (the ``i``-th of the portfolio) prepared, or ``None``
     where it does not apply. The scorers on the default hinges train on ``sample``,
     the :func:`mcdp.learning.training_sample` of the training outputs that each
-    would make, and are given neither ``outputs`` nor ``keyed``; the others read
+    would make, and are given neither ``outputs`` nor ``keyed``, but the
+    :class:`MemoRows` of the outputs where they are discrete (``rows``): their
+    values there are looked up (:func:`_memoised_score`). The others read
     ``outputs``, and ``keyed()`` gives the :func:`output_keys` of them."""
     mech, dtype = context.mechanism, context.dtype
     if label == "lr":
@@ -1059,7 +1126,12 @@ def _prepared_candidate(
                 sample = learning.training_sample(outputs[0], outputs[1], knots)
             scorer = learning.fit(key, model=model, feature_set=features, sample=sample)
         score = learning.SCORES_BY_FEATURES[features][model]
-        return _Candidate(label, score, scorer, None, model, features)
+        if knots is not None:
+            return _Candidate(label, score, scorer, None, model, features)
+        # the shared sample's scorers: looked up where the outputs are discrete
+        memo = None if rows is None else value_memo(score, scorer, rows, dtype)
+        value = _memoised_score(score)
+        return _Candidate(label, value, (scorer, memo), None, model, features)
     else:
         return None  # not applicable to this mechanism
     return _Candidate(label, attack.guess, aux, attack)
@@ -1239,8 +1311,9 @@ def _portfolio_choice(
         )  # fmt: skip
         return attack, (winner.aux, thresholds)
     attack = _scored(
-        winner.label, winner.model, winner.features, thresholds, winner.label, table
-    )
+        winner.label, winner.model, winner.features, thresholds, winner.label, table,
+        memoised=True,
+    )  # fmt: skip
     return attack, (winner.aux, thresholds)
 
 

@@ -341,10 +341,76 @@ def test_a_loss_looked_up_is_counted_batched_and_one_computed_by_block():
         assert attack.by_block == (not memoised), name
 
 
+def test_the_shared_scorers_are_looked_up_where_the_outputs_are_discrete():
+    """The portfolio's scorer, where it wins on svt2's patterns, carries the table of
+    its scores at the training outputs' distinct patterns, and its guess with the
+    table is the guess that scores every output, to the bit, on fresh outputs of
+    both inputs, one block at a time and batched; on laplace-parallel's continuous
+    outputs it has none."""
+    import jax
+
+    with jax.enable_x64(True):
+        _check_the_score_memo("svt2", "x-shuffle", memoised=True)
+        _check_the_score_memo("laplace-parallel", "scalar-0-1", memoised=False)
+
+
+def _check_the_score_memo(name: str, pair: str, memoised: bool) -> None:
+    import jax
+
+    from mcdp.running import _bind
+
+    case = SUITE[name]
+    spec = mcdp.AuditSpec(
+        name, case.epsilon, pair=pair, dim=case.dim, seed=0,
+        attack=auto_attack(candidates=("learned",)),
+    )  # fmt: skip
+    attack, ((scorer, memo), thresholds) = _bind(spec, jax.random.key(0), 100_000)
+    assert attack.name == "learned"
+    assert (memo is not None) == memoised, name
+    if memo is None:
+        return
+    assert np.isfinite(memo.table).sum() == 11  # the patterns drawn
+    plan = spec.plan
+    y = jnp.stack([
+        plan.mechanism.sample(
+            jax.random.key(9 + i), jnp.broadcast_to(x, (2048, case.dim)), plan.params
+        )
+        for i, x in enumerate(jnp.asarray(plan.pair))
+    ]).reshape(4, 1024, case.dim)  # fmt: skip
+    plain = attacks._LEARNED_GUESSES["moments"]["logistic"]
+    want = np.asarray(jax.vmap(lambda b: plain(b, (scorer, thresholds)))(y))
+    aux = (jax.tree.map(jnp.asarray, (scorer, memo)), thresholds)
+    for over in (jax.vmap, _by_block):
+        got = np.asarray(jax.jit(over(lambda b: attack.guess(b, aux)))(y))
+        np.testing.assert_array_equal(got, want)
+    assert len(np.unique(want)) > 1  # the thresholds split the outputs
+
+
 def _by_block(f):
     import jax
 
     return lambda ys: jax.lax.map(f, ys)
+
+
+@pytest.mark.slow
+def test_the_score_memo_changes_no_count():
+    """The default audits of svt2 and svt5, where a scorer wins, give the same
+    record with the shared scorers looked up and computed at every output."""
+    records = {}
+    try:
+        for memo in (False, True):
+            attacks.SCORE_MEMO = memo
+            records[memo] = [
+                mcdp.audit_delta(name, 0.1, 0.0, 10, 200_000, pair="x-shuffle", seed=3)
+                for name in ("svt2", "svt5")
+            ]
+    finally:
+        attacks.SCORE_MEMO = True
+    for computed, memoised in zip(records[False], records[True], strict=True):
+        assert memoised.attack == computed.attack
+        assert memoised.attack.startswith("learned")
+        assert memoised.epsilon_lower == computed.epsilon_lower
+        assert memoised.selection == computed.selection
 
 
 @pytest.mark.slow
@@ -359,7 +425,7 @@ def test_the_loss_memo_changes_no_count(monkeypatch):
 
     def counted(*args):
         memo = original(*args)
-        sizes.append(int(np.sum(~np.isnan(memo.losses))))
+        sizes.append(int(np.sum(~np.isnan(memo.table))))
         return memo
 
     monkeypatch.setattr(attacks, "loss_memo", counted)

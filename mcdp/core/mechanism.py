@@ -188,7 +188,7 @@ class Mechanism(_MechanismFields):
         per output, such as a quadrature. The counts are the same either way.
         Where the outputs are discrete, the default attack also computes such a
         loss once at each distinct output of its training draws and looks it up
-        (:class:`mcdp.attacks.LossMemo`).
+        (:class:`mcdp.attacks.ValueMemo`).
       noise_apart: ``sample`` in two parts, its noise and the outputs made from it
         (:class:`NoiseApart`), where drawing them in one program is slow on a CPU:
         there the engine draws the noise apart wherever it draws blocks once (the
