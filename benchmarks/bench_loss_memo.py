@@ -25,6 +25,13 @@ cleared before each form (the setting is read where the loss is traced):
 
     python benchmarks/bench_loss_memo.py --table --cases numerical-svt --draws 1e7 \
         --json benchmarks/results/loss_table.json
+
+``--scores`` compares instead the portfolio's shared scorers computed at every
+output (``mcdp.attacks.SCORE_MEMO = False``, before 2026-11-28) against looked up at
+the distinct outputs of the training draws:
+
+    python benchmarks/bench_loss_memo.py --scores --cases svt1,svt6,svt2 --draws 1e7 \
+        --json benchmarks/results/score_memo.json
 """
 
 from __future__ import annotations
@@ -42,16 +49,21 @@ from mcdp import attacks  # noqa: E402
 from mcdp.mechanisms import numerical_svt  # noqa: E402
 
 FORMS = {"computed": False, "memoised": True}
+SCORE_FORMS = {"scored": {"SCORE_MEMO": False}, "looked up": {"SCORE_MEMO": True}}
 TABLE_FORMS = {
     "integrated": {"TABLE_QUERIES": 0},
     "tabled": {"TABLE_QUERIES": numerical_svt.TABLE_QUERIES},
 }
 
 
-def bench_case(name: str, draws: int, seed: int, alone: bool, table: bool) -> dict:
+def bench_case(
+    name: str, draws: int, seed: int, alone: bool, table: bool, scores: bool = False
+) -> dict:
     row: dict = {"case": name, "draws": draws, "seed": seed, "alone": alone}
     attack = attacks.auto_attack(candidates=("lr",)) if alone else "auto"
-    if table:
+    if scores:
+        runs = in_forms(SCORE_FORMS, name, "auto", draws, seed, module=attacks)
+    elif table:
         runs = in_forms(
             TABLE_FORMS, name, attack, draws, seed, module=numerical_svt, clear=True
         )
@@ -93,11 +105,18 @@ def main() -> int:
         "--table", action="store_true",
         help="numerical-svt's pattern table against its loss integrated per output",
     )  # fmt: skip
+    p.add_argument(
+        "--scores", action="store_true",
+        help="the shared scorers looked up against computed at every output",
+    )  # fmt: skip
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    forms = TABLE_FORMS if args.table else FORMS
+    forms = SCORE_FORMS if args.scores else TABLE_FORMS if args.table else FORMS
     rows = (
-        {**bench_case(name, n, args.seed, args.alone, args.table), "forms": list(forms)}
+        {
+            **bench_case(name, n, args.seed, args.alone, args.table, args.scores),
+            "forms": list(forms),
+        }
         for name in args.cases.split(",")
         for n in args.draws
     )
