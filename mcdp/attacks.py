@@ -775,9 +775,9 @@ def histogram_score(y: Array, table: HistogramTable) -> Array:
 # compare (benchmarks/bench_loss_memo.py).
 LOSS_MEMO = True
 # Whether the portfolio's scorers that share the training sample are looked up so
-# too, in the selection draws and, where one wins, in the counting loop: svt1's
-# three took 8.6 s of its 10 s of selection draws at 1e8 (benchmarks/RESULTS.md,
-# "The scorers looked up").
+# too, in the selection draws and, where one wins, in the counting loop: at 1e8 on
+# a CPU the selection draws of svt1, svt6 and svt2 took 4.3-6.0 s against 9.5-12.6
+# s (benchmarks/RESULTS.md, "The scorers looked up").
 SCORE_MEMO = True
 
 
