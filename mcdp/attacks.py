@@ -1126,9 +1126,7 @@ def _prepared_candidate(
                 sample = learning.training_sample(outputs[0], outputs[1], knots)
             scorer = learning.fit(key, model=model, feature_set=features, sample=sample)
         score = learning.SCORES_BY_FEATURES[features][model]
-        if knots is not None:
-            return _Candidate(label, score, scorer, None, model, features)
-        # the shared sample's scorers: looked up where the outputs are discrete
+        # looked up where the outputs are discrete (the shared sample's scorers)
         memo = None if rows is None else value_memo(score, scorer, rows, dtype)
         value = _memoised_score(score)
         return _Candidate(label, value, (scorer, memo), None, model, features)

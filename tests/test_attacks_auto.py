@@ -103,6 +103,20 @@ def test_the_scorer_at_the_inputs_joins_where_outputs_vary_and_inputs_are_few():
     assert "learned-inputs" in selection("noisy-hist1", many[:, :4], 4)
 
 
+def test_the_scorer_at_the_inputs_counts_where_it_wins():
+    """``learned-inputs`` alone in the portfolio wins, and its events are counted
+    (its scorer's aux takes the form of every scorer's, with no table: it trains on
+    its own sample, of continuous outputs)."""
+    r = mcdp.audit_delta(
+        "numerical-svt", 0.1, 0.0, 10, 20_000, pair="all-above-all-below", seed=SEED,
+        attack=auto_attack(
+            candidates=("learned-inputs",), train_draws=5_000, select_draws=5_000
+        ),
+    )  # fmt: skip
+    assert r.attack == "learned-inputs" and set(r.selection) == {"learned-inputs"}
+    assert math.isfinite(r.epsilon_lower) and r.epsilon_lower >= 0.0
+
+
 def test_auto_takes_the_likelihood_ratio_where_the_mechanism_has_a_density():
     r = mcdp.audit_delta(
         "noisy-hist1", 0.1, 0.0, 5, 50_000, pair="one-above",
