@@ -4,7 +4,7 @@ output.
 Where a mechanism's exact privacy loss is expensive (``Mechanism.loss_by_block``:
 a quadrature per output, the Sparse Vector patterns of ``svt1``, ``svt4`` and
 ``svt6``) and its outputs are discrete, the portfolio computes the loss once at each
-distinct output of its training draws (``mcdp.attacks.LossMemo``) and looks it up
+distinct output of its training draws (``mcdp.attacks.ValueMemo``) and looks it up
 in the selection draws and the counting loop, computing it only in a block that
 holds an output the memo lacks. This runs the same default audit of each case of
 ``--cases`` (on its peers' pair, at the suite's 90 %, one ``--seed``) at
