@@ -61,14 +61,28 @@ def uniform_midpoint(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
 
 
 @drawn_flat
+def centred_uniform(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
+    """:func:`uniform_midpoint` less 1/2 (exact): the uniforms of
+    :func:`standard_laplace`, before its ``log``."""
+    return uniform_midpoint(key, shape, dtype) - jnp.asarray(0.5, dtype)
+
+
+def laplace_of_centred(centred: Array) -> Array:
+    r"""Lap(1) of :func:`centred_uniform`'s :math:`c = u - 1/2`, elementwise:
+    :math:`-\mathrm{sgn}(c)\ln(1 - 2|c|)`. A sampler that reads only some of its
+    draws (Alg. 2 of the Sparse Vector Technique: a threshold draw after each answer
+    above) takes the ``log`` of those alone, the same numbers."""
+    return -jnp.sign(centred) * jnp.log1p(-2 * jnp.abs(centred))
+
+
+@drawn_flat
 def standard_laplace(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
     r"""Lap(1) by inverse CDF, :math:`-\mathrm{sgn}(u - h)\ln(1 - 2|u - h|)`, h = 1/2.
 
     Exact arithmetic up to the final ``log``; the tails stop at
     :math:`\ln 2^{m}` (about 36 in float64, 16 in float32).
     """
-    centred = uniform_midpoint(key, shape, dtype) - jnp.asarray(0.5, dtype)
-    return -jnp.sign(centred) * jnp.log1p(-2 * jnp.abs(centred))
+    return laplace_of_centred(centred_uniform(key, shape, dtype))
 
 
 def standard_laplace_noise(key: PRNGKey, x: Array, params: Any) -> Array:

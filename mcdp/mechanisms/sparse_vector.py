@@ -53,7 +53,11 @@ from mcdp._types import Array, PRNGKey
 from mcdp.core.domains import QUERY_ANSWERS
 from mcdp.core.mechanism import Mechanism, NoiseApart
 from mcdp.mechanisms import _svt_density, _svt_exact
-from mcdp.mechanisms._base import standard_laplace
+from mcdp.mechanisms._base import (
+    centred_uniform,
+    laplace_of_centred,
+    standard_laplace,
+)
 
 TRUE, FALSE, ABORTED = 1.0, 0.0, -1.0
 # Subkeys by purpose come from fold_in: in JAX 0.10.2, jax.random.split of a
@@ -186,9 +190,11 @@ def svt_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
     return jnp.where(_cut(above, params.cutoff), flags, jnp.asarray(ABORTED, x.dtype))
 
 
-def svt2_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
+def svt2_from_noise(x: Array, centred: Array, nu: Array, params: SvtParams) -> Array:
     r"""Alg. 2: the threshold noise is drawn afresh after each answer above (after
-    one at query i, DP-Sniper's draw for query i: column i + 1 of ``rho``).
+    one at query i, DP-Sniper's draw for query i: column i + 1 of the threshold
+    draws). ``centred``: those draws' uniforms, ``(n, d)``, before the Laplace
+    inverse CDF (:func:`svt2_noise`); ``nu``: the query noise, scaled.
 
     Computed run by run: each pass of a loop compares the queries from the current
     run's start with the current threshold at once, finds the run's first answer
@@ -197,14 +203,20 @@ def svt2_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array
     comparisons are those of Lyu et al.'s query-by-query loop, and so are the
     outputs, bit for bit (``tests/test_mechanisms_suite.py``).
 
-    The loop alone reads the query noise and the threshold draws after the first.
-    A scan over the queries, or a first pass outside the loop, counted at twice the
-    time in the engine on a CPU; their programs read the noise in more fusions, each
-    of which recomputed its Threefry bits (``benchmarks/RESULTS.md``, "Sparse
-    Vector's Alg. 2 run by run").
+    A threshold draw becomes Laplace noise (its ``log``, then its scale) only where
+    a pass reads it: the first before the loop, the next one per row in each pass,
+    where all d of them were made noise before (at the suite's c = 1, one of the d
+    is read). The same numbers: each is the same function of its uniform, and its
+    product with the scale reaches the comparison rounded, from the loop's state,
+    as it did from the noise drawn whole. The loop alone reads the query noise and
+    the threshold draws after the first. A scan over the queries, or a first pass
+    outside the loop, counted at twice the time in the engine on a CPU; their
+    programs read the noise in more fusions, each of which recomputed its Threefry
+    bits (``benchmarks/RESULTS.md``, "Sparse Vector's Alg. 2 run by run").
     """
     d = x.shape[1]
     threshold = jnp.asarray(params.threshold, x.dtype)
+    scale = jnp.asarray(params.threshold_scale, x.dtype)
     query = jnp.arange(d, dtype=jnp.int32)[None, :]
 
     def run(_, state):
@@ -215,17 +227,46 @@ def svt2_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array
         out = jnp.where(live & (query <= first[:, None]), above.astype(x.dtype), out)
         # the draw after an answer at `first`; none is read after the last query
         after = jnp.minimum(first + 1, d - 1)[:, None]
-        return out, first + 1, jnp.take_along_axis(rho, after, axis=1)[:, 0]
+        drawn = jnp.take_along_axis(centred, after, axis=1)[:, 0]
+        return out, first + 1, scale * laplace_of_centred(drawn)
 
     # a carry from the noise's shape (full_like, zeros_like) varies across devices
     # as the noise does inside the engine's shard_map, without reading it
     first_run = (
         jnp.full_like(nu, ABORTED),
-        jnp.zeros_like(rho[:, 0], dtype=jnp.int32),
-        rho[:, 0],
+        jnp.zeros_like(centred[:, 0], dtype=jnp.int32),
+        scale * laplace_of_centred(centred[:, 0]),
     )
     runs = jnp.minimum(jnp.asarray(params.cutoff, jnp.int32), d)
     return jax.lax.fori_loop(0, runs, run, first_run)[0]
+
+
+def svt2_noise(key: PRNGKey, x: Array) -> tuple[Array, Array]:
+    """``svt2``'s draws: the threshold draws' centred uniforms, ``(n, d)``
+    (:func:`~mcdp.mechanisms._base.laplace_of_centred` of them is
+    :func:`svt_standard_noise`'s ``rho`` with ``fresh``, to the bit), and the
+    standard query noise."""
+    key_rho = jax.random.fold_in(key, THRESHOLD_KEY)
+    key_nu = jax.random.fold_in(key, QUERY_KEY)
+    return (
+        centred_uniform(key_rho, x.shape, x.dtype),
+        standard_laplace(key_nu, x.shape, x.dtype),
+    )
+
+
+def _svt2_noise_apart(key: PRNGKey, x: Array, params: SvtParams):
+    """:func:`svt2_noise`, the noise of ``svt2``'s sampler in two parts."""
+    del params
+    return svt2_noise(key, x)
+
+
+def _svt2_outputs(x: Array, noise: tuple[Array, Array], params: SvtParams) -> Array:
+    """``svt2``'s outputs of :func:`svt2_noise`'s draws; the query noise's scale
+    goes with them, as in :func:`_apart`."""
+    centred, nu = noise
+    return svt2_from_noise(
+        x, centred, jnp.asarray(params.query_scale, x.dtype) * nu, params
+    )
 
 
 def svt3_from_noise(x: Array, rho: Array, nu: Array, params: SvtParams) -> Array:
@@ -250,7 +291,7 @@ def _sampler(from_noise, note: str, **noise_options):
     return sample
 
 
-def _apart(from_noise, *, fresh: bool = False) -> NoiseApart:
+def _apart(from_noise) -> NoiseApart:
     """The sampler of :func:`_sampler` in two parts: the standard Laplace draws
     (:func:`svt_standard_noise`), and ``from_noise`` on them scaled. The scaling
     goes with the outputs, so that they are computed as in the sampler whole, to
@@ -258,7 +299,7 @@ def _apart(from_noise, *, fresh: bool = False) -> NoiseApart:
 
     def noise(key: PRNGKey, x: Array, params) -> tuple[Array, Array]:
         del params
-        return svt_standard_noise(key, x, fresh=fresh)
+        return svt_standard_noise(key, x)
 
     def outputs(x: Array, noise: tuple[Array, Array], params) -> Array:
         return from_noise(x, *_scaled(x, noise, params), params)
@@ -270,11 +311,17 @@ svt1_sample = _sampler(
     svt_from_noise,
     "True loss on the patterns at ε = 0.1, d = 10: at most 0.0885 (``half-half``).",
 )
-svt2_sample = _sampler(
-    svt2_from_noise,
-    "True loss on the patterns at ε = 0.1, d = 10: at most 0.0882 (``half-half``).",
-    fresh=True,
-)
+
+
+def svt2_sample(key: PRNGKey, x: Array, params: SvtParams) -> Array:
+    """One draw per row of ``x``: Alg. 2 (:func:`svt2_from_noise`) on
+    :func:`svt2_noise`.
+
+    True loss on the patterns at ε = 0.1, d = 10: at most 0.0882 (``half-half``).
+    """
+    return _svt2_outputs(x, svt2_noise(key, x), params)
+
+
 svt3_sample = _sampler(
     svt3_from_noise,
     "True loss on the patterns at ε = 0.1, d = 10: up to 0.5 "
@@ -354,7 +401,7 @@ def svt34_privacy_loss(y: Array, tx: Array, tx_prime: Array, params: Svt34Params
 # flat); svt5 draws no query noise, and counted slower so (0.19 s against 0.15 s, a
 # cheap guess of 4e6 draws per input)
 SVT1_APART = _apart(svt_from_noise)
-SVT2_APART = _apart(svt2_from_noise, fresh=True)
+SVT2_APART = NoiseApart(_svt2_noise_apart, _svt2_outputs)
 SVT3_APART = _apart(svt3_from_noise)
 SVT6_APART = _apart(no_cutoff_from_noise)
 
