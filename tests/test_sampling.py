@@ -8,7 +8,7 @@ import pytest
 
 from mcdp.attacks import MAJORITY_VOTE
 from mcdp.engines.device import _count_impl
-from mcdp.mechanisms import Mechanism, get_mechanism
+from mcdp.mechanisms import MECHANISMS, Mechanism, get_mechanism
 from mcdp.sampling import (
     BLOCK_DRAWS,
     Progress,
@@ -317,6 +317,39 @@ def test_only_the_mlp_asks_for_guesses_by_block():
     assert _scored("learned", "mlp", "moments", thresholds, "mlp").by_block
     assert not _scored("learned", "logistic", "moments", thresholds, "x").by_block
     assert not MAJORITY_VOTE.by_block
+
+
+def test_svt2_alone_asks_for_its_draws_by_block(monkeypatch):
+    """``svt2``'s sampler, a loop, asks the counting loop on a CPU to draw block by
+    block whatever the attack; no other mechanism does, and the majority vote's
+    guess alone (which does not ask) is counted batched elsewhere. Either way an
+    audit counts the same."""
+    import mcdp
+    from mcdp.engines import device
+
+    asking = {name for name, m in MECHANISMS.items() if m.draws_by_block}
+    assert asking == {"svt2"}
+    forms = []
+    count = device._count_impl
+
+    def spy(*args, **kwargs):
+        forms.append(kwargs["by_block"])
+        return count(*args, **kwargs)
+
+    monkeypatch.setattr(device, "_count_impl", spy)
+    records = {}
+    for name in ("svt2", "svt1"):
+        spec = mcdp.AuditSpec(
+            name, 0.1, pair="x-shuffle", dim=10, delta=0.0, seed=2,
+            attack="majority",
+        )  # fmt: skip
+        for flag in (None, False):
+            monkeypatch.setattr(device, "GUESS_BY_BLOCK", flag)
+            forms.clear()
+            records[name, flag] = mcdp.run(spec, mcdp.Draws(3 * BLOCK_DRAWS))
+            asked = flag is None and name == "svt2" and jax.default_backend() == "cpu"
+            assert forms and set(forms) == {asked}, (name, flag)
+        assert records[name, None].profile == records[name, False].profile
 
 
 @pytest.mark.parametrize(

@@ -78,6 +78,7 @@ class _MechanismFields(NamedTuple):
     pathwise: bool = True
     loss_by_block: bool = False
     noise_apart: NoiseApart | None = None
+    draws_by_block: bool = False
 
     def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
         """``calibrate_sanity_check(epsilon, dim, **options)``, or a one-line error
@@ -194,6 +195,11 @@ class Mechanism(_MechanismFields):
         there the engine draws the noise apart wherever it draws blocks once (the
         counting loop, the selection draws). ``None``: ``sample`` whole. The counts
         are the same either way.
+      draws_by_block: whether the counting loop on a CPU draws and guesses one block
+        of draws after another whatever the attack, rather than batched over a
+        chunk: for a sampler with a loop of its own (Sparse Vector's Alg. 2, run by
+        run), which holds its operands in memory, a block's or a chunk's. The
+        counts are the same either way.
     """
 
     __slots__ = ()

@@ -53,15 +53,18 @@ ACCELERATOR_CALL_SCALARS = 1 << 30
 # (by block is not measured there).
 TRANSFORM_BY_BLOCK: bool | None = None
 # How the counting loop draws and guesses the blocks of a chunk: one after another
-# (True), batched (False), or as the attack asks on a CPU and batched elsewhere
-# (None: `Attack.by_block`, which the MLP scorer sets: 3.4x faster counting on the
-# 2-core CPU with its sums by block, 1.3-1.7x with its product since 3c59640; the
-# other guesses ran 0.5-1.0x as fast by block;
-# benchmarks/bench_guess.py, before DRAW_ONCE; drawn once, some ran faster by
-# block, others slower: benchmarks/RESULTS.md, "Drawn once"; batched and drawn
-# once, BATCH_ONCE, as fast as by block or faster on nine attacks of ten:
-# benchmarks/bench_batch_once.py). The counts are integer sums either way, of the
-# guesses of the same scores up to rounding.
+# (True), batched (False), or, on a CPU, as the attack or the mechanism asks and
+# batched elsewhere (None). The attack asks by `Attack.by_block`, which the MLP
+# scorer sets: 3.4x faster counting on the 2-core CPU with its sums by block,
+# 1.3-1.7x with its product since 3c59640; the other guesses ran 0.5-1.0x as fast
+# by block (benchmarks/bench_guess.py, before DRAW_ONCE; drawn once, some ran
+# faster by block, others slower: benchmarks/RESULTS.md, "Drawn once"; batched and
+# drawn once, BATCH_ONCE, as fast as by block or faster on nine attacks of ten:
+# benchmarks/bench_batch_once.py). The mechanism asks by
+# `Mechanism.draws_by_block`, which svt2 sets: every candidate of its portfolio
+# counted 1.4-1.5x as fast by block (bench_guess.py; RESULTS.md, "svt2's threshold
+# draws made noise where read, and counted by block"). The counts are integer sums
+# either way, of the guesses of the same scores up to rounding.
 GUESS_BY_BLOCK: bool | None = None
 SMALL_CHUNK_BLOCKS = 16  # the chunk of runs of at most this many blocks per device
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
@@ -373,7 +376,8 @@ class DeviceEngine:
         kernel = Attack(attack.name, attack.num_outcomes, attack.guess)
         by_block = GUESS_BY_BLOCK
         if by_block is None:
-            by_block = attack.by_block and platform == "cpu"
+            asked = attack.by_block or job.mechanism.draws_by_block
+            by_block = asked and platform == "cpu"
         x64 = job.dtype == "float64"
         with jax.enable_x64(x64):
             # every input is replicated on every device of the mesh (on every host)
