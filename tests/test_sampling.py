@@ -319,16 +319,17 @@ def test_only_the_mlp_asks_for_guesses_by_block():
     assert not MAJORITY_VOTE.by_block
 
 
-def test_svt2_alone_asks_for_its_draws_by_block(monkeypatch):
-    """``svt2``'s sampler, a loop, asks the counting loop on a CPU to draw block by
-    block whatever the attack; no other mechanism does, and the majority vote's
-    guess alone (which does not ask) is counted batched elsewhere. Either way an
-    audit counts the same."""
+def test_the_sparse_vector_cutoffs_ask_for_their_draws_by_block(monkeypatch):
+    """The Sparse Vector variants with a cutoff ask the counting loop on a CPU to
+    draw block by block whatever the attack; no other mechanism does, and the
+    majority vote's guess alone (which does not ask) is counted batched on
+    ``svt6`` (no cutoff). Either way an audit counts the same."""
     import mcdp
     from mcdp.engines import device
 
     asking = {name for name, m in MECHANISMS.items() if m.draws_by_block}
-    assert asking == {"svt2"}
+    cutoffs = {"svt1", "svt2", "svt3", "svt4", "svt34-parallel", "numerical-svt"}
+    assert asking == cutoffs
     forms = []
     count = device._count_impl
 
@@ -338,7 +339,7 @@ def test_svt2_alone_asks_for_its_draws_by_block(monkeypatch):
 
     monkeypatch.setattr(device, "_count_impl", spy)
     records = {}
-    for name in ("svt2", "svt1"):
+    for name in ("svt2", "svt1", "svt6"):
         spec = mcdp.AuditSpec(
             name, 0.1, pair="x-shuffle", dim=10, delta=0.0, seed=2,
             attack="majority",
@@ -347,7 +348,8 @@ def test_svt2_alone_asks_for_its_draws_by_block(monkeypatch):
             monkeypatch.setattr(device, "GUESS_BY_BLOCK", flag)
             forms.clear()
             records[name, flag] = mcdp.run(spec, mcdp.Draws(3 * BLOCK_DRAWS))
-            asked = flag is None and name == "svt2" and jax.default_backend() == "cpu"
+            cpu = jax.default_backend() == "cpu"
+            asked = flag is None and name in cutoffs and cpu
             assert forms and set(forms) == {asked}, (name, flag)
         assert records[name, None].profile == records[name, False].profile
 

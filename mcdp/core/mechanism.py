@@ -197,9 +197,10 @@ class Mechanism(_MechanismFields):
         are the same either way.
       draws_by_block: whether the counting loop on a CPU draws and guesses one block
         of draws after another whatever the attack, rather than batched over a
-        chunk: for a sampler with a loop of its own (Sparse Vector's Alg. 2, run by
-        run), which holds its operands in memory, a block's or a chunk's. The
-        counts are the same either way.
+        chunk: for a sampler that counts faster so, as the Sparse Vector variants
+        with a cutoff (each output's answers above counted along its queries, by a
+        running sum or Alg. 2's loop) did for every guess measured. The counts are
+        the same either way.
     """
 
     __slots__ = ()

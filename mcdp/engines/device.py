@@ -61,10 +61,11 @@ TRANSFORM_BY_BLOCK: bool | None = None
 # faster by block, others slower: benchmarks/RESULTS.md, "Drawn once"; batched and
 # drawn once, BATCH_ONCE, as fast as by block or faster on nine attacks of ten:
 # benchmarks/bench_batch_once.py). The mechanism asks by
-# `Mechanism.draws_by_block`, which svt2 sets: every candidate of its portfolio
-# counted 1.4-1.5x as fast by block (bench_guess.py; RESULTS.md, "svt2's threshold
-# draws made noise where read, and counted by block"). The counts are integer sums
-# either way, of the guesses of the same scores up to rounding.
+# `Mechanism.draws_by_block`, which the Sparse Vector variants with a cutoff set:
+# svt2's candidates counted 1.4-1.6x as fast by block, the others' guesses 1.06-1.4x
+# (bench_guess.py; RESULTS.md, "svt2's threshold draws made noise where read, and
+# counted by block"). The counts are integer sums either way, of the guesses of the
+# same scores up to rounding.
 GUESS_BY_BLOCK: bool | None = None
 SMALL_CHUNK_BLOCKS = 16  # the chunk of runs of at most this many blocks per device
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over

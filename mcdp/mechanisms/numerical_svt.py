@@ -212,4 +212,8 @@ NUMERICAL_SVT = Mechanism(
     # patterns tabled both forms counted 1e7 draws per input in 4.4-4.8 s
     loss_by_block=True,
     noise_apart=NUMERICAL_SVT_APART,
+    # its cutoff counts each output's answers above along its queries: counted
+    # 1.06-1.13x as fast one block after another on a CPU, for every guess measured
+    # (float-support, learned, learned-bits; benchmarks/bench_guess.py)
+    draws_by_block=True,
 )

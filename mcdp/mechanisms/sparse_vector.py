@@ -428,7 +428,7 @@ SVT34_APART = NoiseApart(_svt34_noise, _svt34_outputs)
 
 
 def _mechanism(
-    name, sample, exact, flaw=None, loss=None, apart=None, by_block=False
+    name, sample, exact, flaw=None, loss=None, apart=None, cutoff=True
 ) -> Mechanism:
     return Mechanism(
         name=name,
@@ -444,7 +444,11 @@ def _mechanism(
         # patterns of svt1 and svt6)
         loss_by_block=loss is not None,
         noise_apart=apart,
-        draws_by_block=by_block,
+        # the variants with a cutoff count each output's answers above along its
+        # queries (a running sum; Alg. 2's loop): on a CPU they counted 1.06-1.6x as
+        # fast one block after another, whatever the guess, where svt5 counted
+        # 0.93x and svt6 1.03-1.16x (benchmarks/bench_guess.py)
+        draws_by_block=cutoff,
     )
 
 
@@ -452,12 +456,7 @@ SVT1 = _mechanism(
     "svt1", svt1_sample, _svt_exact.exact_epsilon_discrete,
     loss=svt_pattern_privacy_loss, apart=SVT1_APART,
 )  # fmt: skip
-# svt2's sampler is a loop, run by run: counted 1.4-1.5x as fast by block on a CPU,
-# whatever the guess (benchmarks/bench_guess.py)
-SVT2 = _mechanism(
-    "svt2", svt2_sample, _svt_exact.exact_epsilon_svt2, apart=SVT2_APART,
-    by_block=True,
-)  # fmt: skip
+SVT2 = _mechanism("svt2", svt2_sample, _svt_exact.exact_epsilon_svt2, apart=SVT2_APART)
 SVT3 = _mechanism(
     "svt3",
     svt3_sample,
@@ -479,6 +478,7 @@ SVT5 = _mechanism(
     svt5_sample,
     _svt_exact.exact_epsilon_discrete,
     flaw="no noise on the queries and no cutoff: infinite loss",
+    cutoff=False,
 )
 SVT6 = _mechanism(
     "svt6",
@@ -487,6 +487,7 @@ SVT6 = _mechanism(
     flaw="no cutoff: the loss grows with the number of queries (Lyu et al.: inf)",
     loss=svt_pattern_privacy_loss,
     apart=SVT6_APART,
+    cutoff=False,
 )
 SVT34 = _mechanism(
     "svt34-parallel",
