@@ -144,7 +144,9 @@ def svt_noise(
     noise, shape ``(n, 1)``, or ``(n, d)`` where it is drawn afresh after each
     answer above (``fresh``; column 0 is the first draw, column i + 1 the one that
     replaces it after an answer above at query i), and the query noise, shape
-    ``(n, d)`` (zeros without ``query_noise``)."""
+    ``(n, d)`` (zeros without ``query_noise``). The noise of every variant's
+    sampler; ``svt2``'s draws the same threshold draws as uniforms and makes only
+    those it reads noise (:func:`svt2_noise`), the same numbers."""
     standard = svt_standard_noise(key, x, fresh=fresh, query_noise=query_noise)
     return _scaled(x, standard, params)
 
