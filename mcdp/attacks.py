@@ -696,6 +696,26 @@ class OutputKeys(NamedTuple):
     inverse: np.ndarray  # (2n,): the index in distinct of each output's key
 
 
+def _column_values(column: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, Any]:
+    """The distinct values of ``column`` but NaN, sorted (``np.unique``'s), given
+    ``probed``, the sorted distinct values of its first rows; and each value's index
+    among them (:func:`_coordinate_indices`', where an output's value is never NaN
+    and found) where they are the probe's, else None. One binary search among the
+    probe's few values per output, where a sort of the column took longer (``svt2``'s
+    2 x 10^6 training outputs: benchmarks/RESULTS.md, "The training outputs' keys")."""
+    if probed.size == 0:  # the probe's rows all NaN
+        return np.unique(column[~np.isnan(column)]), None
+    at = np.searchsorted(probed, column, side="left")
+    found = probed[np.minimum(at, probed.size - 1)] == column
+    if found.all():
+        return probed, at
+    rest = column[~found]
+    rest = rest[~np.isnan(rest)]
+    if rest.size == 0:
+        return probed, None  # NaN: not a value, and its index is the key's "not seen"
+    return np.union1d(probed, rest), None
+
+
 def output_keys(outputs: np.ndarray) -> OutputKeys | None:
     """An int32 key per output of discrete ``outputs`` (``(2, n, ...)``, the
     training sample of both inputs), or None where they take more than
@@ -705,25 +725,37 @@ def output_keys(outputs: np.ndarray) -> OutputKeys | None:
     if flat.shape[1] == 0:
         return None
     probe = flat[:DISCRETE_PROBE]
-    if any(np.unique(c).size > HISTOGRAM_VALUES for c in probe.T):
+    probed = [np.unique(c) for c in probe.T]
+    if any(c.size > HISTOGRAM_VALUES for c in probed):
         return None  # continuous: settled on a probe, cheaply
-    columns = []
-    for c in flat.T:
-        distinct = np.unique(c[~np.isnan(c)])
+    probed = [c[~np.isnan(c)] for c in probed]
+    if math.prod(c.size + 1 for c in probed) > _KEY_LIMIT:
+        return None  # too many keys already (rappor's bits)
+    columns, indices = [], []
+    for c, seen in zip(flat.T, probed, strict=True):
+        distinct, at = _column_values(c, seen)
         if distinct.size > HISTOGRAM_VALUES:
             return None
         columns.append(distinct)
+        indices.append(at)
     lengths = np.array([c.size for c in columns], dtype=np.int64)
+    if math.prod(c.size + 1 for c in columns) > _KEY_LIMIT:
+        return None  # in Python's integers: int64's product of 40 3s wraps below 0
     radices = np.cumprod(np.concatenate([[1], lengths + 1]))
-    if radices[-1] > _KEY_LIMIT:
-        return None
     # padded to a power of two, so that few shapes reach the compiled programs
     width = 1 << max(0, int(lengths.max()) - 1).bit_length()
     values = np.full((len(columns), width), np.inf)
     for j, c in enumerate(columns):
         values[j, : c.size] = c
     lengths32, strides = lengths.astype(np.int32), radices[:-1].astype(np.int32)
-    keys = _histogram_keys(np, flat, values, lengths32, strides)
+    # the keys of _histogram_keys, added column by column; a column whose values
+    # are the probe's has its indices already
+    keys = np.zeros(2 * n, dtype=np.int32)
+    for j, at in enumerate(indices):
+        if at is None:
+            at = _coordinate_indices(np, flat[:, j : j + 1], values[j : j + 1],
+                                     lengths32[j : j + 1])[:, 0]  # fmt: skip
+        keys += at.astype(np.int32) * strides[j]
     distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     return OutputKeys(values, lengths32, strides, distinct, first, inverse)
 

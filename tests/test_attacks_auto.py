@@ -719,6 +719,79 @@ def test_the_histogram_tabulates_each_distinct_output_and_its_log_ratio():
     assert histogram_table(rng.normal(size=(2, 20_000, 1))) is None
 
 
+def _keys_by_sorting(outputs):
+    """output_keys' definition: each column's distinct values sorted whole, each
+    output's key from its indices among them, the keys' distinct values sorted."""
+    n = outputs.shape[1]
+    flat = outputs.reshape(2 * n, -1)
+    if flat.shape[1] == 0:
+        return None
+    if any(np.unique(c).size > attacks.HISTOGRAM_VALUES
+           for c in flat[: attacks.DISCRETE_PROBE].T):  # fmt: skip
+        return None
+    columns = [np.unique(c[~np.isnan(c)]) for c in flat.T]
+    if any(c.size > attacks.HISTOGRAM_VALUES for c in columns):
+        return None
+    lengths = np.array([c.size for c in columns])
+    if math.prod(int(k) + 1 for k in lengths) > 2**31 - 1:
+        return None
+    radices = np.cumprod(np.concatenate([[1], lengths + 1]))
+    width = 1 << max(0, int(lengths.max()) - 1).bit_length()
+    values = np.full((len(columns), width), np.inf)
+    for j, c in enumerate(columns):
+        values[j, : c.size] = c
+    strides = radices[:-1].astype(np.int32)
+    indices = attacks._coordinate_indices(np, flat, values, lengths.astype(np.int32))
+    keys = (indices * strides[None, :]).sum(axis=-1).astype(np.int32)
+    return (values, lengths.astype(np.int32), strides) + np.unique(
+        keys, return_index=True, return_inverse=True
+    )
+
+
+def test_the_training_outputs_keys_are_those_of_each_column_sorted_whole():
+    """output_keys searches each column among the values of a probe of its first
+    rows and sorts only what the probe lacks: the same values, keys, first
+    occurrences and inverse as sorting every column whole, where values, NaN,
+    -0.0 and inf first occur after the probe, where the probe has NaN alone,
+    where a column turns continuous after it, and where there are too many values
+    or keys (None)."""
+    rng = np.random.default_rng(SEED)
+    n = 2 * attacks.DISCRETE_PROBE
+    base = rng.integers(0, 4, size=(2, n, 3)).astype(float)
+    cases = [base]
+    for where, value in (
+        ((0, n - 5, 1), 9.0), ((1, 5, 2), np.nan), ((0, 3, 0), np.nan),
+        ((1, 7, 0), -0.0), ((1, 9, 2), np.inf), ((0, n - 1, 2), -np.inf),
+    ):  # fmt: skip
+        y = base.copy()
+        y[where] = value
+        cases.append(y)
+    late = base.copy()
+    late[:, n // 2 :, 2] = 7.0  # every row after the probe a new value
+    late[0, n // 3, 2] = np.nan
+    cases.append(late)
+    unseen = base.copy()
+    unseen[0, : attacks.DISCRETE_PROBE, 1] = np.nan  # no value in the probe
+    cases.append(unseen)
+    continuous = base.copy()
+    continuous[1, :, 0] = rng.normal(size=n)  # continuous after the probe
+    cases.append(continuous)
+    many = base.copy()
+    many[0, :, 0] = np.arange(n) % (attacks.HISTOGRAM_VALUES + 1)  # in the probe
+    cases.append(many)
+    cases.append(rng.integers(0, 3000, size=(2, n, 3)).astype(float))  # keys
+    # 40 bits: 3^40 keys, a product that wraps below 0 in int64
+    cases.append(rng.integers(0, 2, size=(2, n, 40)).astype(float))
+    cases.append(np.zeros((2, n, 0)))
+    expected_none = [False] * 9 + [True] * 5
+    for y, none in zip(cases, expected_none, strict=True):
+        got, want = attacks.output_keys(y), _keys_by_sorting(y)
+        assert (got is None) == (want is None) == none
+        if got is not None:
+            for a, b in zip(got, want, strict=True):
+                assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 def test_the_histogram_never_refutes_a_discrete_mechanism_that_ignores_its_input():
     """The histogram alone, 3 seeds, each at confidence 1 - ALARM / 3: outputs in
     {0, ..., 4} drawn whatever the input, so any claim holds and a refutation is a
