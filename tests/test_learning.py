@@ -2,12 +2,13 @@
 mcdp.attacks.learned_sizes)."""
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from mcdp import ceiling, learning
 from mcdp.attacks import learned_sizes
@@ -653,6 +654,32 @@ def test_loss_weighted_counts_weigh_each_run_of_equal_losses_once_to_the_bit(
         assert np.array_equal(k_runs, k_value)
     monkeypatch.undo()
     assert learning._runs(np.sort(np.random.default_rng(0).normal(size=1000))) is None
+
+
+def test_running_sums_a_piece_at_a_time_are_numpys_cumsum_to_the_bit(monkeypatch):
+    """loss_weighted_counts sums its weights a piece at a time: at every position
+    (pieces of 7 here, so that positions fall on both sides of each edge), the
+    running sums of the weights of each value and of each run of equal values are
+    np.cumsum's of all the weights at once, bit for bit, and so are their totals."""
+    monkeypatch.setattr(learning, "SUM_PIECE", 7)
+    rng = np.random.default_rng(3)
+    logit = np.sort(rng.normal(size=100))[::-1] * 40  # weights across many binades
+    ties = np.repeat(logit[:9], rng.integers(1, 12, size=9))
+    at = np.array([-1, 0, 5, 6, 7, 13, 14, 20, 48, 49, 50, 97, 98, 99, 100, 500])
+    for values in (logit, ties):
+        for sign in (1, -1):
+            whole = np.cumsum(special.expit(sign * values))
+            inside = (at >= 0) & (at < values.size)
+            expected = np.where(inside, whole[np.clip(at, 0, values.size - 1)], 0.0)
+            runs = learning._runs(values)
+            forms = [partial(learning._weights, values, sign)]
+            if runs is not None:
+                of_run = special.expit(sign * values[runs[0]])
+                forms.append(partial(learning._weights_of_runs, *runs, of_run))
+            for weights in forms:
+                sums, total = learning._running_sums_at(weights, values.size, at)
+                assert np.array_equal(sums, expected) and total == whole[-1]
+        assert (learning._runs(values) is not None) == (values is ties)
 
 
 def test_loss_weighted_counts_of_float32_scores_are_summed_in_float64():
