@@ -296,7 +296,9 @@ def _prepare_learned(
         key_train, mech, pair, params, train_draws, dtype=dtype, engine=engine
     )
     with jax.enable_x64(dtype == "float64"):
-        sample = learning.training_sample(outputs[0], outputs[1])
+        sample = learning.training_sample(
+            outputs[0], outputs[1], distinct=_distinct(output_keys(outputs))
+        )
         del outputs  # the sample holds them, in a copy as large, while it trains
         scorer = learning.fit(
             key_init, model=settings.model, feature_set=settings.features,
@@ -760,6 +762,18 @@ def output_keys(outputs: np.ndarray) -> OutputKeys | None:
     return OutputKeys(values, lengths32, strides, distinct, first, inverse)
 
 
+def _distinct(keyed: OutputKeys | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """What :func:`mcdp.learning.training_sample` needs to train a scorer on the
+    distinct outputs of ``keyed`` (their first occurrences and each output's
+    index among them), where they are at most :data:`HISTOGRAM_VALUES`: a step
+    then costs their features, not those of a minibatch of 65,536 outputs, and
+    the counts are the same (benchmarks/RESULTS.md, "The scorers trained on
+    distinct outputs")."""
+    if keyed is None or keyed.distinct.size > HISTOGRAM_VALUES:
+        return None
+    return keyed.first, keyed.inverse
+
+
 def histogram_table(
     outputs: np.ndarray, keyed: OutputKeys | None = None
 ) -> HistogramTable | None:
@@ -1096,7 +1110,9 @@ def _prepared_candidates(
     if shared:
         # the scorers on quantile hinges (all but learned-inputs) share one sample
         with jax.enable_x64(dtype == "float64"):
-            sample = learning.training_sample(outputs[0], outputs[1])
+            sample = learning.training_sample(
+                outputs[0], outputs[1], distinct=_distinct(keyed())
+            )
         # their values at the distinct outputs, where discrete, looked up after
         rows = memo_rows(outputs, keyed()) if SCORE_MEMO else None
         watch.lap("training sample", sample.y)

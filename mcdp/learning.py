@@ -521,19 +521,33 @@ def _init(key: PRNGKey, model: str, width: int, dtype) -> Any:
     )
 
 
+class Distinct(NamedTuple):
+    """A training sample of few distinct outputs, as :func:`fit` reads it: those
+    outputs (padded to a power of two with copies of the first) and, per
+    minibatch, how many of its rows are each of them with each label."""
+
+    rows: Array  # (K, ...): the distinct outputs, padded
+    counts: Array  # (blocks, K, 2): per minibatch, [label 1, label 0] rows of each
+
+
 class TrainingSample(NamedTuple):
     """Both inputs' training outputs pooled (in the fixed shuffle where they are more
     than a batch), their labels and their basis, on the device: what
-    :func:`fit` trains on, prepared once for scorers that share it."""
+    :func:`fit` trains on, prepared once for scorers that share it; where the
+    outputs are discrete and their distinct values given, their :class:`Distinct`."""
 
     y: Array
     labels: Array
     basis: Basis
     batch: int
+    distinct: Distinct | None = None
 
 
 def training_sample(
-    y_first: np.ndarray, y_second: np.ndarray, knots: np.ndarray | None = None
+    y_first: np.ndarray,
+    y_second: np.ndarray,
+    knots: np.ndarray | None = None,
+    distinct: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> TrainingSample:
     """The :class:`TrainingSample` of ``y_first`` (label 1) and ``y_second`` (label
     0), with hinges at ``knots`` (sorted values) or, by default, at its quantiles
@@ -547,7 +561,13 @@ def training_sample(
     rows at a time are gathered and written into the device's array, so that beside
     the outputs given the preparation holds one copy of them (the device's) where it
     held two at its peaks: the same sample, to the last bit
-    (``tests/test_learning.py``)."""
+    (``tests/test_learning.py``).
+
+    ``distinct``: where the outputs take few values, ``(first, inverse)``: the index
+    among the outputs (``y_first``'s, then ``y_second``'s) of the first output of
+    each distinct value, and the index of each output's value among them (as
+    ``np.unique`` gives them); the sample then holds its :class:`Distinct`, unless
+    a distinct output is not finite."""
     dtype = jnp.result_type(float)
     first, second = np.asarray(y_first), np.asarray(y_second)
     count, rows = len(first), len(first) + len(second)
@@ -577,7 +597,39 @@ def training_sample(
         piece[mine], piece[~mine] = first[where[mine]], second[where[~mine] - count]
         y = _put_rows(y, jnp.asarray(piece, dtype), start)
     labels = order < count
-    return TrainingSample(y, jnp.asarray(labels, dtype), basis, min(rows, BATCH))
+    batch = min(rows, BATCH)
+    if distinct is not None:
+        distinct = _distinct(first, second, order, batch, *distinct)
+    return TrainingSample(y, jnp.asarray(labels, dtype), basis, batch, distinct)
+
+
+def _distinct(
+    first: np.ndarray,
+    second: np.ndarray,
+    order: np.ndarray,
+    batch: int,
+    firsts: np.ndarray,
+    inverse: np.ndarray,
+) -> Distinct | None:
+    """The :class:`Distinct` of the pooled sample ``order`` (see
+    :func:`training_sample`), or None where a distinct output is not finite."""
+    count = len(first)
+    rows = np.stack([first[i] if i < count else second[i - count] for i in firsts])
+    if not np.isfinite(rows).all():
+        return None
+    width = 1 << max(0, len(firsts) - 1).bit_length()
+    rows = np.concatenate(
+        [rows, np.broadcast_to(rows[:1], (width - len(rows),) + rows.shape[1:])]
+    )
+    blocks = len(order) // batch
+    used = order[: blocks * batch]  # the rows that the steps use, in their order
+    block = np.repeat(np.arange(blocks), batch)
+    which = (block * width + inverse[used]) * 2 + (used >= count)
+    counts = np.bincount(which, minlength=blocks * width * 2)
+    dtype = jnp.result_type(float)
+    return Distinct(
+        jnp.asarray(rows, dtype), jnp.asarray(counts.reshape(blocks, width, 2), dtype)
+    )
 
 
 SAMPLE_PIECE_ROWS = BATCH  # rows of the training sample gathered on the host at once
@@ -625,7 +677,7 @@ def fit(
             "Expected either y_first, y_second (and knots) or sample, not both."
         )
     dtype = jnp.result_type(float)
-    y, labels, basis, batch = sample
+    y, labels, basis, batch = sample.y, sample.labels, sample.basis, sample.batch
     phi = FEATURES[feature_set](y[:batch], basis)  # one batch: it only preconditions
     mean = jnp.mean(phi, axis=0)
     scale = jnp.std(phi, axis=0)
@@ -634,6 +686,13 @@ def fit(
     del phi  # not held while the scorer trains: 400 coordinates' moments, 1.9 GB
     weights = _init(key, model, width, dtype)
     rate = jnp.asarray(learning_rate, dtype)
+    if sample.distinct is not None:
+        with jax.numpy_dtype_promotion("standard"):
+            trained = _train_distinct(
+                *sample.distinct, mean, scale, weights, basis, rate, model=model,
+                steps=steps, batch=batch, feature_set=feature_set,
+            )  # fmt: skip
+        return Scorer(mean, scale, trained, basis)
     blocks = y.shape[0] // batch
     rows = blocks * batch  # the rows that the steps use
     scalars = rows * width
@@ -901,6 +960,41 @@ def _train(
                 jax.lax.dynamic_slice_in_dim(labels, start, batch),
             )
         updates, opt_state = optimizer.update(grads, opt_state)
+        return optax.apply_updates(weights, updates), opt_state
+
+    state = (weights, optimizer.init(weights))
+    return jax.lax.fori_loop(0, steps, step, state)[0]
+
+
+@partial(jax.jit, static_argnames=("model", "steps", "batch", "feature_set"))
+def _train_distinct(
+    rows, counts, mean, scale, weights, basis, learning_rate, *, model, steps, batch,
+    feature_set,
+):  # fmt: skip
+    """:func:`_train`'s steps on a sample of few distinct outputs: each minibatch's
+    cross-entropy is its rows', each distinct output's counted as often as the
+    minibatch holds it with each label (:class:`Distinct`). The same loss and
+    gradient in exact arithmetic; summed in another order, so equal to
+    :func:`_train`'s to rounding, not to the bit. A step costs the distinct
+    outputs' features, not the minibatch's."""
+    head = HEADS[model]
+    optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
+    blocks = counts.shape[0]
+    z = _standardized_features(rows, basis, mean, scale, feature_set)
+    ones = jnp.ones(rows.shape[0], z.dtype)
+
+    def loss(weights, counted):
+        logit = head(z, weights)
+        first = optax.sigmoid_binary_cross_entropy(logit, ones)
+        second = optax.sigmoid_binary_cross_entropy(logit, 1 - ones)
+        return jnp.sum(counted[:, 0] * first + counted[:, 1] * second) / batch
+
+    def step(i, state):
+        weights, opt_state = state
+        counted = jax.lax.dynamic_index_in_dim(counts, i % blocks, keepdims=False)
+        updates, opt_state = optimizer.update(
+            jax.grad(loss)(weights, counted), opt_state
+        )
         return optax.apply_updates(weights, updates), opt_state
 
     state = (weights, optimizer.init(weights))

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import mcdp
-from mcdp import attacks, subjects
+from mcdp import attacks, learning, subjects
 from mcdp.attacks import (
     AUTO_CANDIDATES,
     CANDIDATES,
@@ -560,7 +560,6 @@ def test_a_few_valued_scorers_atoms_survive_a_last_bit_of_rounding(monkeypatch, 
     equal outputs' MLP scores apart (tests/test_learning.py): each threshold sits
     a hair below its atom, so counting scores one unit in the last place below the
     selection's gives the same events and counts."""
-    from mcdp import learning
 
     score = learning.SCORES_BY_FEATURES["moments"][model]
 
@@ -790,6 +789,31 @@ def test_the_training_outputs_keys_are_those_of_each_column_sorted_whole():
         if got is not None:
             for a, b in zip(got, want, strict=True):
                 assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_the_shared_scorers_train_on_few_distinct_outputs_counted(monkeypatch):
+    """The portfolio's scorers share a training sample that holds its distinct
+    outputs and their counts per minibatch where the outputs are discrete (svt1's
+    patterns, 11 here), and not where they are continuous (noisy-hist1)."""
+    made = []
+
+    def kept(*args, **kwargs):
+        sample = training_sample(*args, **kwargs)
+        made.append(sample.distinct)
+        return sample
+
+    training_sample = learning.training_sample
+    monkeypatch.setattr(learning, "training_sample", kept)
+    for name, pair in (("svt1", "x-shuffle"), ("noisy-hist1", "one-above")):
+        case = SUITE[name]
+        r = mcdp.audit_delta(
+            name, case.epsilon, 0.0, case.dim, 20_000, pair=pair,
+            attack=auto_attack(candidates=("learned",), **SMALL), seed=SEED,
+        )  # fmt: skip
+        assert r.attack == "learned"
+    assert len(made) == 2 and made[1] is None
+    assert np.asarray(made[0].counts).sum() == 2 * SMALL["train_draws"]
+    assert 11 <= made[0].rows.shape[0] <= 16
 
 
 def test_the_histogram_never_refutes_a_discrete_mechanism_that_ignores_its_input():

@@ -302,6 +302,78 @@ def test_a_shared_training_sample_trains_the_scorer_of_the_outputs(model, featur
         learning.fit(key, first, second, sample=sample)
 
 
+def _discrete_outputs(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Outputs of 3 coordinates of few values each, whose law differs by input."""
+    rng = np.random.default_rng(seed)
+    values = np.array([-1.0, 0.0, 2.5])
+    first = values[rng.choice(3, size=(n, 3), p=[0.5, 0.3, 0.2])]
+    second = values[rng.choice(3, size=(n, 3), p=[0.3, 0.4, 0.3])]
+    return first, second
+
+
+@pytest.mark.parametrize(
+    "model, feature_set",
+    [("logistic", "moments"), ("mlp", "moments"), ("logistic", "bits")],
+)
+def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, feature_set):
+    """Where the training outputs take few values, the scorers train on those
+    values, each counted as often as each minibatch holds it with each label. Per
+    minibatch (two here, and a remainder that the steps skip), the counts are
+    those of its rows in the fixed shuffle. The scorer is the one trained on every
+    row to rounding: the same loss and gradient, summed in another order, agree to
+    1e-9 of each array's largest weight (a row counted once too often or too
+    rarely moves them by about 1e-5), and its scores order the distinct outputs
+    alike. A distinct output that is not finite leaves the sample without them."""
+    first, second = _discrete_outputs(6, learning.BATCH + 3000)
+    pooled = np.concatenate([first, second])
+    _, firsts, inverse = np.unique(
+        pooled, axis=0, return_index=True, return_inverse=True
+    )
+    inverse = inverse.ravel()
+    with jax.enable_x64(True):
+        plain = learning.training_sample(first, second)
+        counted = learning.training_sample(first, second, distinct=(firsts, inverse))
+    batch, distinct = plain.batch, counted.distinct
+    y, labels = np.asarray(plain.y), np.asarray(plain.labels)
+    rows, counts = np.asarray(distinct.rows), np.asarray(distinct.counts)
+    k = len(firsts)
+    assert np.array_equal(rows[:k], pooled[firsts]) and (rows[k:] == rows[0]).all()
+    assert counts.shape == (2, len(rows), 2) and len(y) > 2 * batch
+    for b in range(2):
+        block = slice(b * batch, (b + 1) * batch)
+        for j in range(k):
+            match = (y[block] == rows[j]).all(axis=1)
+            assert counts[b, j, 0] == np.sum(match & (labels[block] == 1))
+            assert counts[b, j, 1] == np.sum(match & (labels[block] == 0))
+        assert counts[b, k:].sum() == 0 and counts[b].sum() == batch
+    key = cell_key(5, "fit")
+    with jax.enable_x64(True):
+        scorers = [
+            learning.fit(key, model=model, feature_set=feature_set, steps=30, sample=s)
+            for s in (plain, counted)
+        ]
+        scores = [
+            np.asarray(learning.SCORES_BY_FEATURES[feature_set][model](
+                jnp.asarray(rows[:k]), scorer
+            ))
+            for scorer in scorers
+        ]  # fmt: skip
+    for x, z in zip(*map(jax.tree.leaves, (s.weights for s in scorers)), strict=True):
+        x, z = np.asarray(x), np.asarray(z)
+        np.testing.assert_allclose(x, z, rtol=0, atol=1e-9 * np.abs(x).max())
+    assert np.array_equal(np.argsort(scores[0]), np.argsort(scores[1]))
+    first[7, 1] = np.nan
+    pooled = np.concatenate([first, second])
+    _, firsts, inverse = np.unique(
+        pooled, axis=0, return_index=True, return_inverse=True
+    )
+    with jax.enable_x64(True):
+        sample = learning.training_sample(
+            first, second, distinct=(firsts, inverse.ravel())
+        )
+    assert sample.distinct is None
+
+
 @pytest.mark.parametrize(
     "model, feature_set", [("mlp", "moments"), ("logistic", "bits")]
 )
@@ -360,7 +432,8 @@ def test_standardised_features_in_pieces_are_those_of_one_program(feature_set):
     included."""
     first, second = _minibatch_outputs(5, 2 * learning.BATCH)
     with jax.enable_x64(True):
-        y, _, basis, batch = learning.training_sample(first, second)
+        sample = learning.training_sample(first, second)
+        y, basis, batch = sample.y, sample.basis, sample.batch
         rows = (y.shape[0] // batch) * batch - 100  # not a multiple of a piece
         phi = learning.FEATURES[feature_set](y[:batch], basis)
         mean, scale = jnp.mean(phi, axis=0), jnp.std(phi, axis=0) + 1.0
