@@ -567,7 +567,7 @@ def training_sample(
     among the outputs (``y_first``'s, then ``y_second``'s) of the first output of
     each distinct value, and the index of each output's value among them (as
     ``np.unique`` gives them); the sample then holds its :class:`Distinct`, unless
-    a distinct output is not finite."""
+    a distinct output is not finite or an output is -0.0."""
     dtype = jnp.result_type(float)
     first, second = np.asarray(y_first), np.asarray(y_second)
     count, rows = len(first), len(first) + len(second)
@@ -612,10 +612,14 @@ def _distinct(
     inverse: np.ndarray,
 ) -> Distinct | None:
     """The :class:`Distinct` of the pooled sample ``order`` (see
-    :func:`training_sample`), or None where a distinct output is not finite."""
+    :func:`training_sample`), or None where a distinct output is not finite or an
+    output has a -0.0: it is one value with 0.0, but not one bit pattern, and the
+    bit features read the sign."""
     count = len(first)
     rows = np.stack([first[i] if i < count else second[i - count] for i in firsts])
     if not np.isfinite(rows).all():
+        return None
+    if any(np.any(np.signbit(a) & (a == 0)) for a in (first, second)):
         return None
     width = 1 << max(0, len(firsts) - 1).bit_length()
     rows = np.concatenate(

@@ -323,7 +323,8 @@ def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, featu
     row to rounding: the same loss and gradient, summed in another order, agree to
     1e-9 of each array's largest weight (a row counted once too often or too
     rarely moves them by about 1e-5), and its scores order the distinct outputs
-    alike. A distinct output that is not finite leaves the sample without them."""
+    alike. A distinct output that is not finite, or an output of -0.0, leaves the
+    sample without them."""
     first, second = _discrete_outputs(6, learning.BATCH + 3000)
     pooled = np.concatenate([first, second])
     _, firsts, inverse = np.unique(
@@ -362,16 +363,18 @@ def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, featu
         x, z = np.asarray(x), np.asarray(z)
         np.testing.assert_allclose(x, z, rtol=0, atol=1e-9 * np.abs(x).max())
     assert np.array_equal(np.argsort(scores[0]), np.argsort(scores[1]))
-    first[7, 1] = np.nan
-    pooled = np.concatenate([first, second])
-    _, firsts, inverse = np.unique(
-        pooled, axis=0, return_index=True, return_inverse=True
-    )
-    with jax.enable_x64(True):
-        sample = learning.training_sample(
-            first, second, distinct=(firsts, inverse.ravel())
+    for value in (np.nan, -0.0):  # -0.0: 0.0's value, not its bit pattern
+        spoilt = first.copy()
+        spoilt[7, 1] = value
+        pooled = np.concatenate([spoilt, second])
+        _, firsts, inverse = np.unique(
+            pooled, axis=0, return_index=True, return_inverse=True
         )
-    assert sample.distinct is None
+        with jax.enable_x64(True):
+            sample = learning.training_sample(
+                spoilt, second, distinct=(firsts, inverse.ravel())
+            )
+        assert sample.distinct is None
 
 
 @pytest.mark.parametrize(
