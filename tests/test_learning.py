@@ -323,8 +323,8 @@ def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, featu
     row to rounding: the same loss and gradient, summed in another order, agree to
     1e-9 of each array's largest weight (one row counted once too often, in one
     minibatch, moves them by 2e-3 to 3e-3 of it), and its scores order the
-    distinct outputs alike. A distinct output that is not finite, or an output of -0.0, leaves the
-    sample without them."""
+    distinct outputs alike. A distinct output that is not finite, or an output of
+    -0.0, leaves the sample without them."""
     first, second = _discrete_outputs(6, learning.BATCH + 3000)
     pooled = np.concatenate([first, second])
     _, firsts, inverse = np.unique(
