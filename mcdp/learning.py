@@ -924,7 +924,6 @@ def _train(
     the features of every row, a copy each step (:data:`BY_BATCH`). The same steps
     on the same numbers."""
     head = HEADS[model]
-    optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
     blocks = labels.shape[0] // batch  # a label per row of the sample, in every form
     labels = labels[: blocks * batch]
 
@@ -951,19 +950,29 @@ def _train(
         """The gradient on minibatch ``k``'s own features."""
         return jax.grad(loss)(weights, inputs[k], labels[k * batch : (k + 1) * batch])
 
-    def step(i, state):
-        weights, opt_state = state
+    def grads_at(i, weights):
         if by_batch:
             branches = [partial(grads_of, k) for k in range(blocks)]
-            grads = jax.lax.switch(i % blocks, branches, weights)
-        else:
-            start = (i % blocks) * batch
-            grads = jax.grad(loss)(
-                weights,
-                jax.lax.dynamic_slice_in_dim(inputs, start, batch),
-                jax.lax.dynamic_slice_in_dim(labels, start, batch),
-            )
-        updates, opt_state = optimizer.update(grads, opt_state)
+            return jax.lax.switch(i % blocks, branches, weights)
+        start = (i % blocks) * batch
+        return jax.grad(loss)(
+            weights,
+            jax.lax.dynamic_slice_in_dim(inputs, start, batch),
+            jax.lax.dynamic_slice_in_dim(labels, start, batch),
+        )
+
+    return _adam_steps(weights, grads_at, learning_rate, steps)
+
+
+def _adam_steps(weights: Any, grads_at: Callable, learning_rate, steps: int) -> Any:
+    """``steps`` Adam steps from ``weights``, step ``i`` on ``grads_at(i, weights)``,
+    the step size decaying from ``learning_rate`` to 0 along a cosine (traced
+    inside the trainers' programs)."""
+    optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
+
+    def step(i, state):
+        weights, opt_state = state
+        updates, opt_state = optimizer.update(grads_at(i, weights), opt_state)
         return optax.apply_updates(weights, updates), opt_state
 
     state = (weights, optimizer.init(weights))
@@ -982,7 +991,6 @@ def _train_distinct(
     :func:`_train`'s to rounding, not to the bit. A step costs the distinct
     outputs' features, not the minibatch's."""
     head = HEADS[model]
-    optimizer = optax.adam(optax.cosine_decay_schedule(learning_rate, steps))
     blocks = counts.shape[0]
     z = _standardized_features(rows, basis, mean, scale, feature_set)
     ones = jnp.ones(rows.shape[0], z.dtype)
@@ -993,16 +1001,11 @@ def _train_distinct(
         second = optax.sigmoid_binary_cross_entropy(logit, 1 - ones)
         return jnp.sum(counted[:, 0] * first + counted[:, 1] * second) / batch
 
-    def step(i, state):
-        weights, opt_state = state
+    def grads_at(i, weights):
         counted = jax.lax.dynamic_index_in_dim(counts, i % blocks, keepdims=False)
-        updates, opt_state = optimizer.update(
-            jax.grad(loss)(weights, counted), opt_state
-        )
-        return optax.apply_updates(weights, updates), opt_state
+        return jax.grad(loss)(weights, counted)
 
-    state = (weights, optimizer.init(weights))
-    return jax.lax.fori_loop(0, steps, step, state)[0]
+    return _adam_steps(weights, grads_at, learning_rate, steps)
 
 
 # --- choosing events on the second sample ------------------------------------------
