@@ -182,16 +182,17 @@ def _prepare_lr(context: AttackContext) -> tuple[Attack, Any]:
 
 @functools.cache
 def _loss_score(mechanism: Mechanism) -> Any:
-    """``score(y, aux)``: the exact privacy loss of ``y``, ``aux = (tx, tx_prime,
-    params, memo)``, looked up in ``memo`` (a :class:`ValueMemo`) where it is not
-    None (cached per mechanism: one compile)."""
+    """``score(y, aux, key=None)``: the exact privacy loss of ``y``, ``aux = (tx,
+    tx_prime, params, memo)``, looked up in ``memo`` (a :class:`ValueMemo`) where
+    it is not None, by ``key`` where given (:func:`memoised_values`; cached per
+    mechanism: one compile)."""
     loss_fn = mechanism.privacy_loss
 
-    def score(y, aux):
+    def score(y, aux, key=None):
         tx, tx_prime, params, memo = aux
         if memo is None:
             return loss_fn(y, tx, tx_prime, params)
-        return memoised_loss(y, memo, loss_fn, (tx, tx_prime, params))
+        return memoised_loss(y, memo, loss_fn, (tx, tx_prime, params), key=key)
 
     return score
 
@@ -808,9 +809,11 @@ def _padded(keys: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarra
     )
 
 
-def histogram_score(y: Array, table: HistogramTable) -> Array:
-    """Each output's log ratio in ``table``; 0 (no evidence) for one not seen."""
-    key = _histogram_keys(jnp, y, table.values, table.lengths, table.strides)
+def histogram_score(y: Array, table: HistogramTable, key: Array | None = None) -> Array:
+    """Each output's log ratio in ``table``; 0 (no evidence) for one not seen.
+    ``key``: the outputs' keys by ``table``'s values, where computed already."""
+    if key is None:
+        key = _histogram_keys(jnp, y, table.values, table.lengths, table.strides)
     at = jnp.minimum(jnp.searchsorted(table.keys, key), table.keys.shape[0] - 1)
     hit = table.keys[at] == key
     return jnp.where(hit, table.scores[at], 0.0).astype(jnp.result_type(float))
@@ -903,8 +906,11 @@ def _jitted(fn: Any) -> Any:
     return jax.jit(fn)
 
 
-def memoised_values(y: Array, memo: ValueMemo, fn: Any) -> Array:
-    """``fn(y)`` (a value per output) looked up in ``memo``; where one is not
+def memoised_values(
+    y: Array, memo: ValueMemo, fn: Any, key: Array | None = None
+) -> Array:
+    """``fn(y)`` (a value per output) looked up in ``memo``, by the outputs' keys
+    (``key``, where computed already by ``memo``'s values); where one is not
     there, ``fn(y)`` is computed, and gives those. A loop of at most one pass
     rather than a ``cond``: a block of outputs all in the memo skips ``fn``, one
     block at a time (``lax.map``) or batched (``vmap``: the pass runs where any
@@ -914,7 +920,8 @@ def memoised_values(y: Array, memo: ValueMemo, fn: Any) -> Array:
     and XLA's CPU code computed it before the loop, at every batch (``svt1``'s loss
     memo on 64 blocks: 0.25 s, against 0.004 s for its lookups;
     benchmarks/RESULTS.md, "The exact loss looked up, batched")."""
-    key = _histogram_keys(jnp, y, memo.values, memo.lengths, memo.strides)
+    if key is None:
+        key = _histogram_keys(jnp, y, memo.values, memo.lengths, memo.strides)
     known = memo.table[key]
     hit = ~jnp.isnan(known)
 
@@ -930,22 +937,25 @@ def memoised_values(y: Array, memo: ValueMemo, fn: Any) -> Array:
     return jax.lax.while_loop(lambda state: state[0], computed, start)[1]
 
 
-def memoised_loss(y: Array, memo: ValueMemo, loss_fn, args: tuple) -> Array:
+def memoised_loss(
+    y: Array, memo: ValueMemo, loss_fn, args: tuple, key: Array | None = None
+) -> Array:
     """The loss of each output of ``y`` looked up in ``memo``, computed as
     ``loss_fn(y, *args)`` where one is not there (:func:`memoised_values`)."""
-    return memoised_values(y, memo, lambda z: loss_fn(z, *args))
+    return memoised_values(y, memo, lambda z: loss_fn(z, *args), key)
 
 
 @functools.cache
 def _memoised_score(score: Any) -> Any:
-    """``value(y, (scorer, memo))``: ``score(y, scorer)``, looked up in ``memo`` (a
-    :class:`ValueMemo`) where it is not None (cached per score: one compile)."""
+    """``value(y, (scorer, memo), key=None)``: ``score(y, scorer)``, looked up in
+    ``memo`` (a :class:`ValueMemo`) where it is not None, by ``key`` where given
+    (:func:`memoised_values`; cached per score: one compile)."""
 
-    def value(y, aux):
+    def value(y, aux, key=None):
         scorer, memo = aux
         if memo is None:
             return score(y, scorer)
-        return memoised_values(y, memo, lambda z: score(z, scorer))
+        return memoised_values(y, memo, lambda z: score(z, scorer), key)
 
     return value
 
@@ -1021,20 +1031,53 @@ class _Candidate(NamedTuple):
     attack: Attack | None  # the outcome attack as it is counted; None: a scorer
     model: str = ""
     features: str = ""
+    # where its values are looked up by the outputs' keys: the arrays that key them
+    # (values, lengths, strides), and ``value(y, aux, key=...)`` takes those keys
+    keys: tuple | None = None
 
 
-def _portfolio_values(y, aux, *, fns):
+def _keys_of(table: Any) -> tuple | None:
+    """The arrays that key the outputs for ``table`` (a :class:`ValueMemo` or
+    :class:`HistogramTable`; ``None`` for none)."""
+    return None if table is None else (table.values, table.lengths, table.strides)
+
+
+def _shared_keys(candidates: Sequence[_Candidate]) -> tuple | None:
+    """The arrays that key the outputs for every candidate looked up by key, where
+    there is one and they all key alike (all made from the training draws'
+    :func:`output_keys`): the selection draws then compute the keys once, where
+    each such candidate computed them again."""
+    tables = [c.keys for c in candidates if c.keys is not None]
+    if not tables:
+        return None
+    first = tables[0]
+    same = all(
+        all(np.array_equal(a, b) for a, b in zip(t, first, strict=True))
+        for t in tables[1:]
+    )
+    return first if same else None
+
+
+def _portfolio_values(y, aux, *, fns, keyed):
     """Each candidate's values of ``y``, one array each: on the host each is then
     contiguous, where a last axis over the candidates would leave every candidate's
-    values a strided column, several times slower to sort, count and compare."""
+    values a strided column, several times slower to sort, count and compare.
+    ``aux`` is ``(keys, auxes)``: the arrays that key the outputs for the
+    candidates that ``keyed`` marks (:func:`_shared_keys`; computed once here),
+    and each candidate's own aux."""
+    keys, auxes = aux
+    key = None if keys is None else _histogram_keys(jnp, y, *keys)
     dtype = jnp.result_type(float)
-    return tuple(fn(y, a).astype(dtype) for fn, a in zip(fns, aux, strict=True))
+    return tuple(
+        (fn(y, a, key=key) if by_key else fn(y, a)).astype(dtype)
+        for fn, a, by_key in zip(fns, auxes, keyed, strict=True)
+    )
 
 
 @functools.cache
-def _values_transform(fns: tuple) -> Any:
+def _values_transform(fns: tuple, keyed: tuple) -> Any:
     """The selection draws' transform for these candidates (cached: one compile)."""
-    return functools.partial(_portfolio_values, fns=fns)
+    return functools.partial(_portfolio_values, fns=fns, keyed=keyed)
 
 
 def _discrete(outputs: np.ndarray) -> bool:
@@ -1148,7 +1191,9 @@ def _prepared_candidate(
         memo = None
         if LOSS_MEMO and mech.loss_by_block:
             memo = loss_memo(mech, aux, outputs, keyed(), dtype)
-        return _Candidate(label, _loss_score(mech), (*aux, memo), None, label)
+        return _Candidate(
+            label, _loss_score(mech), (*aux, memo), None, label, keys=_keys_of(memo)
+        )
     if label == "support" and mech.noise_bound is not None:
         attack, aux = _prepare_support(context)
     elif label == "structure" and _released(mech):
@@ -1161,7 +1206,9 @@ def _prepared_candidate(
         table = None if keyed() is None else histogram_table(outputs, keyed())
         if table is None:
             return None
-        return _Candidate(label, histogram_score, table, None, label)
+        return _Candidate(
+            label, histogram_score, table, None, label, keys=_keys_of(table)
+        )
     elif label in _SCORERS:
         knots = None
         if label == "learned-inputs":
@@ -1178,7 +1225,9 @@ def _prepared_candidate(
         # looked up where the outputs are discrete (the shared sample's scorers)
         memo = None if rows is None else value_memo(score, scorer, rows, dtype)
         value = _memoised_score(score)
-        return _Candidate(label, value, (scorer, memo), None, model, features)
+        return _Candidate(
+            label, value, (scorer, memo), None, model, features, _keys_of(memo)
+        )
     else:
         return None  # not applicable to this mechanism
     return _Candidate(label, attack.guess, aux, attack)
@@ -1254,10 +1303,12 @@ def _portfolio_choice(
             f"to {mech.name!r}."
         )
     fns = tuple(c.value for c in candidates)
+    keys = _shared_keys(candidates)  # the outputs keyed once for all looked up
+    keyed = tuple(keys is not None and c.keys is not None for c in candidates)
     values = draw(
         key_select, mech, pair, params, select_draws, dtype=dtype,
-        transform=_values_transform(fns), aux=tuple(c.aux for c in candidates),
-        engine=context.engine,
+        transform=_values_transform(fns, keyed),
+        aux=(keys, tuple(c.aux for c in candidates)), engine=context.engine,
     )  # fmt: skip
     watch.lap("selection draws", values)  # (2, select_draws) per candidate
     draws, confidence = max(context.draws, 1), context.confidence

@@ -848,3 +848,62 @@ def test_few_values_answers_as_the_whole_sample_does():
     for scores, expected in ((continuous, False), (few_then_many, False), (few, True)):
         assert (np.unique(scores).size <= attacks.HISTOGRAM_VALUES) == expected
         assert attacks._few_values(scores) == expected
+
+
+def test_the_selection_draws_key_the_outputs_once_for_all_looked_up(monkeypatch):
+    """On svt1's patterns, the portfolio's candidates looked up by the outputs' keys
+    (the exact loss, the three shared scorers, the histogram) share one computation
+    of those keys in the selection draws' transform, and their values are those of
+    each candidate keying the outputs itself, to the bit, on fresh outputs of both
+    inputs. Candidates whose tables key the outputs otherwise key their own."""
+    import jax
+
+    captured = {}
+    real = attacks.draw
+
+    def spy(*args, **kw):
+        if kw.get("transform") is not None:
+            captured.update(kw)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(attacks, "draw", spy)
+    case = SUITE["svt1"]
+    spec = mcdp.AuditSpec(
+        "svt1", case.epsilon, pair="x-shuffle", dim=case.dim, seed=3
+    )  # fmt: skip
+    with jax.enable_x64(True):
+        mcdp.run(spec, mcdp.Draws(200_000))
+        transform, (keys, aux) = captured["transform"], captured["aux"]
+        fns, keyed = transform.keywords["fns"], transform.keywords["keyed"]
+        assert keys is not None and sum(keyed) == 5, keyed
+        own = attacks._values_transform(fns, (False,) * len(fns))
+        plan = spec.plan
+        y = jnp.concatenate([
+            plan.mechanism.sample(
+                jax.random.key(9 + i), jnp.broadcast_to(x, (4096, case.dim)),
+                plan.params,
+            )
+            for i, x in enumerate(jnp.asarray(plan.pair))
+        ])  # fmt: skip
+        calls = []
+        keys_of = attacks._histogram_keys
+        monkeypatch.setattr(
+            attacks, "_histogram_keys", lambda *a: calls.append(1) or keys_of(*a)
+        )
+        for form, table, expected in ((transform, keys, 1), (own, None, 5)):
+            calls.clear()
+            jax.make_jaxpr(form)(y, (table, aux))
+            assert len(calls) == expected
+        shared_values = jax.jit(transform)(y, (keys, aux))
+        own_values = jax.jit(own)(y, (None, aux))
+    for j, (a, b) in enumerate(zip(shared_values, own_values, strict=True)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=str(j))
+    assert len(np.unique(np.asarray(shared_values[-1]))) > 1  # the histogram's
+
+    def candidate(values):
+        return attacks._Candidate("c", None, None, None, keys=(values, 1, 1))
+
+    one, other = np.arange(4.0), np.arange(4.0) + 1
+    assert attacks._shared_keys([candidate(one), candidate(one.copy())])[0] is one
+    assert attacks._shared_keys([candidate(one), candidate(other)]) is None
+    assert attacks._shared_keys([attacks._Candidate("c", None, None, None)]) is None
