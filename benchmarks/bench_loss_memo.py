@@ -32,6 +32,13 @@ the distinct outputs of the training draws:
 
     python benchmarks/bench_loss_memo.py --scores --cases svt1,svt6,svt2 --draws 1e7 \
         --json benchmarks/results/score_memo.json
+
+``--keys`` compares instead the selection draws with each candidate looked up by the
+outputs' keys keying them itself (``mcdp.attacks.SHARED_KEYS = False``, before
+2026-11-29) against keyed once for all of them:
+
+    python benchmarks/bench_loss_memo.py --keys --cases svt1,svt6,svt2 --draws 1e8 \
+        --json benchmarks/results/shared_keys.json
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from mcdp.mechanisms import numerical_svt  # noqa: E402
 
 FORMS = {"computed": False, "memoised": True}
 SCORE_FORMS = {"scored": {"SCORE_MEMO": False}, "looked up": {"SCORE_MEMO": True}}
+KEY_FORMS = {"each its own": {"SHARED_KEYS": False}, "shared": {"SHARED_KEYS": True}}
 TABLE_FORMS = {
     "integrated": {"TABLE_QUERIES": 0},
     "tabled": {"TABLE_QUERIES": numerical_svt.TABLE_QUERIES},
@@ -57,12 +65,14 @@ TABLE_FORMS = {
 
 
 def bench_case(
-    name: str, draws: int, seed: int, alone: bool, table: bool, scores: bool = False
-) -> dict:
+    name: str, draws: int, seed: int, alone: bool, table: bool, scores: bool = False,
+    keys: bool = False,
+) -> dict:  # fmt: skip
     row: dict = {"case": name, "draws": draws, "seed": seed, "alone": alone}
     attack = attacks.auto_attack(candidates=("lr",)) if alone else "auto"
-    if scores:
-        runs = in_forms(SCORE_FORMS, name, "auto", draws, seed, module=attacks)
+    if scores or keys:
+        forms = SCORE_FORMS if scores else KEY_FORMS
+        runs = in_forms(forms, name, "auto", draws, seed, module=attacks)
     elif table:
         runs = in_forms(
             TABLE_FORMS, name, attack, draws, seed, module=numerical_svt, clear=True
@@ -109,12 +119,23 @@ def main() -> int:
         "--scores", action="store_true",
         help="the shared scorers looked up against computed at every output",
     )  # fmt: skip
+    p.add_argument(
+        "--keys", action="store_true",
+        help="the outputs keyed once for all candidates against by each its own",
+    )  # fmt: skip
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    forms = SCORE_FORMS if args.scores else TABLE_FORMS if args.table else FORMS
+    forms = (
+        KEY_FORMS if args.keys
+        else SCORE_FORMS if args.scores
+        else TABLE_FORMS if args.table
+        else FORMS
+    )  # fmt: skip
     rows = (
         {
-            **bench_case(name, n, args.seed, args.alone, args.table, args.scores),
+            **bench_case(
+                name, n, args.seed, args.alone, args.table, args.scores, args.keys
+            ),
             "forms": list(forms),
         }
         for name in args.cases.split(",")

@@ -829,6 +829,10 @@ LOSS_MEMO = True
 # a CPU the selection draws of svt1, svt6 and svt2 took 4.3-6.0 s against 9.5-12.6
 # s (benchmarks/RESULTS.md, "The scorers looked up").
 SCORE_MEMO = True
+# Whether the selection draws key the outputs once for every candidate looked up by
+# key (_shared_keys), rather than each candidate keying them itself: the same
+# values; benchmarks switch it off to compare (benchmarks/bench_loss_memo.py --keys).
+SHARED_KEYS = True
 
 
 class ValueMemo(NamedTuple):
@@ -1303,7 +1307,8 @@ def _portfolio_choice(
             f"to {mech.name!r}."
         )
     fns = tuple(c.value for c in candidates)
-    keys = _shared_keys(candidates)  # the outputs keyed once for all looked up
+    # the outputs keyed once for every candidate looked up
+    keys = _shared_keys(candidates) if SHARED_KEYS else None
     keyed = tuple(keys is not None and c.keys is not None for c in candidates)
     values = draw(
         key_select, mech, pair, params, select_draws, dtype=dtype,

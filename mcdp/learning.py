@@ -599,11 +599,11 @@ def training_sample(
     labels = order < count
     batch = min(rows, BATCH)
     if distinct is not None:
-        distinct = _distinct(first, second, order, batch, *distinct)
+        distinct = _distinct_counts(first, second, order, batch, *distinct)
     return TrainingSample(y, jnp.asarray(labels, dtype), basis, batch, distinct)
 
 
-def _distinct(
+def _distinct_counts(
     first: np.ndarray,
     second: np.ndarray,
     order: np.ndarray,
