@@ -534,7 +534,9 @@ class TrainingSample(NamedTuple):
     """Both inputs' training outputs pooled (in the fixed shuffle where they are more
     than a batch), their labels and their basis, on the device: what
     :func:`fit` trains on, prepared once for scorers that share it; where the
-    outputs are discrete and their distinct values given, their :class:`Distinct`."""
+    outputs are discrete and their distinct values given, their :class:`Distinct`,
+    and then ``y`` holds only the first minibatch's rows, which :func:`fit`
+    standardises the features by (the steps read the distinct outputs)."""
 
     y: Array
     labels: Array
@@ -567,7 +569,10 @@ def training_sample(
     among the outputs (``y_first``'s, then ``y_second``'s) of the first output of
     each distinct value, and the index of each output's value among them (as
     ``np.unique`` gives them); the sample then holds its :class:`Distinct`, unless
-    a distinct output is not finite or an output is -0.0."""
+    a distinct output is not finite or an output is -0.0, and only the first
+    minibatch of the pooled outputs: not copying the others to the device saved
+    about 0.2 s of 2 x 10^6 outputs in 10 coordinates
+    (benchmarks/RESULTS.md, "The outputs keyed once in the selection draws")."""
     dtype = jnp.result_type(float)
     first, second = np.asarray(y_first), np.asarray(y_second)
     count, rows = len(first), len(first) + len(second)
@@ -589,17 +594,18 @@ def training_sample(
         flat[0].shape[1], rows, host, knots,
     )  # fmt: skip
     basis = jax.tree.map(lambda a: jnp.asarray(a, dtype), basis)
-    y = jnp.zeros((rows, *first.shape[1:]), dtype)
-    for start in range(0, rows, SAMPLE_PIECE_ROWS):
-        where = order[start : start + SAMPLE_PIECE_ROWS]
+    batch = min(rows, BATCH)
+    if distinct is not None:
+        distinct = _distinct_counts(first, second, order, batch, *distinct)
+    pooled = rows if distinct is None else batch  # the rows that fit reads
+    y = jnp.zeros((pooled, *first.shape[1:]), dtype)
+    for start in range(0, pooled, SAMPLE_PIECE_ROWS):
+        where = order[start : min(start + SAMPLE_PIECE_ROWS, pooled)]
         piece = np.empty((len(where), *first.shape[1:]), host)
         mine = where < count
         piece[mine], piece[~mine] = first[where[mine]], second[where[~mine] - count]
         y = _put_rows(y, jnp.asarray(piece, dtype), start)
     labels = order < count
-    batch = min(rows, BATCH)
-    if distinct is not None:
-        distinct = _distinct_counts(first, second, order, batch, *distinct)
     return TrainingSample(y, jnp.asarray(labels, dtype), basis, batch, distinct)
 
 

@@ -323,8 +323,10 @@ def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, featu
     row to rounding: the same loss and gradient, summed in another order, agree to
     1e-9 of each array's largest weight (one row counted once too often, in one
     minibatch, moves them by 2e-3 to 3e-3 of it), and its scores order the
-    distinct outputs alike. A distinct output that is not finite, or an output of
-    -0.0, leaves the sample without them."""
+    distinct outputs alike. The sample with them holds the first minibatch of the
+    pooled outputs alone, which standardises the features. A distinct output that
+    is not finite, or an output of -0.0, leaves the sample without them, and with
+    every pooled output."""
     first, second = _discrete_outputs(6, learning.BATCH + 3000)
     pooled = np.concatenate([first, second])
     _, firsts, inverse = np.unique(
@@ -340,6 +342,8 @@ def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, featu
     k = len(firsts)
     assert np.array_equal(rows[:k], pooled[firsts]) and (rows[k:] == rows[0]).all()
     assert counts.shape == (2, len(rows), 2) and len(y) > 2 * batch
+    assert np.array_equal(np.asarray(counted.y), y[:batch])
+    assert np.array_equal(np.asarray(counted.labels), labels)
     for b in range(2):
         block = slice(b * batch, (b + 1) * batch)
         for j in range(k):
@@ -375,6 +379,7 @@ def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, featu
                 spoilt, second, distinct=(firsts, inverse.ravel())
             )
         assert sample.distinct is None
+        assert sample.y.shape[0] == len(pooled)
 
 
 @pytest.mark.parametrize(
