@@ -763,6 +763,34 @@ def test_running_sums_a_piece_at_a_time_are_numpys_cumsum_to_the_bit(monkeypatch
         assert (learning._runs(values) is not None) == (values is ties)
 
 
+def test_loss_weighted_counts_are_those_of_whole_running_sums_to_the_bit(monkeypatch):
+    """The counts, summed a piece at a time and each run of equal losses weighed
+    once, are those of ``np.cumsum`` over each input's weights at once (the two
+    inputs' sums added in turn), bit for bit: on the binomial pair's few losses
+    and on continuous scores."""
+    monkeypatch.setattr(learning, "SUM_PIECE", 1000)
+    first, second, _, _, loss = _binomial_pair(30_000, 20_000, seed=4)
+    rng = np.random.default_rng(4)
+    plain = np.sort(rng.normal(size=25_000)), np.sort(rng.normal(0.2, 1, 15_000))
+    for pair, thresholds in (
+        ((first, second), np.sort(loss) - 1e-9),
+        (plain, np.quantile(plain[0], np.linspace(0.01, 0.99, 30))),
+    ):
+        prior = math.log(len(pair[0]) / len(pair[1]))
+        sums, totals = np.zeros((2, len(thresholds))), np.zeros((2, 1))
+        for scores in pair:
+            logit = scores[::-1] + prior
+            count = len(scores) - np.searchsorted(scores, thresholds, side="left")
+            for i, sign in enumerate((1, -1)):
+                whole = np.cumsum(special.expit(sign * logit))
+                totals[i] += whole[-1]
+                sums[i] += np.where(count > 0, whole[np.maximum(count - 1, 0)], 0.0)
+        sizes = np.array([[len(pair[0])], [len(pair[1])]])
+        got = learning.loss_weighted_counts(*pair, thresholds)
+        for k, want in zip(got, sizes * sums / totals, strict=True):
+            assert np.array_equal(k, want)
+
+
 def test_loss_weighted_counts_of_float32_scores_are_summed_in_float64():
     """float32 scores of an exact loss are weighed and summed in float64: their
     weighted counts are those of the same values in float64, to the last few bits
