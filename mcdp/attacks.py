@@ -1048,11 +1048,17 @@ def _keys_of(table: Any) -> tuple | None:
 
 def _shared_keys(candidates: Sequence[_Candidate]) -> tuple | None:
     """The arrays that key the outputs for every candidate looked up by key, where
-    there is one and they all key alike (all made from the training draws'
-    :func:`output_keys`): the selection draws then compute the keys once, where
-    each such candidate computed them again."""
+    there is one, they all key alike (all made from the training draws'
+    :func:`output_keys`) and the outputs have more than one coordinate: the
+    selection draws then compute the keys once, where each such candidate computed
+    them again. At 10^8 draws on a CPU, the selection draws of svt1, svt6 and svt2
+    (10 coordinates) took 0.83-0.99x as long so, in two runs; those of
+    truncated-geometric and report-noisy-max1 (one coordinate, whose key is one
+    search) 1.09-1.21x, and there each candidate keys them itself
+    (benchmarks/bench_selection_keys.py; 2 to 9 coordinates are not measured and
+    share them)."""
     tables = [c.keys for c in candidates if c.keys is not None]
-    if not tables:
+    if not tables or tables[0][0].shape[0] < 2:
         return None
     first = tables[0]
     same = all(

@@ -855,7 +855,8 @@ def test_the_selection_draws_key_the_outputs_once_for_all_looked_up(monkeypatch)
     (the exact loss, the three shared scorers, the histogram) share one computation
     of those keys in the selection draws' transform, and their values are those of
     each candidate keying the outputs itself, to the bit, on fresh outputs of both
-    inputs. Candidates whose tables key the outputs otherwise key their own."""
+    inputs. Candidates whose tables key the outputs otherwise, or outputs of one
+    coordinate, key their own."""
     import jax
 
     captured = {}
@@ -903,7 +904,10 @@ def test_the_selection_draws_key_the_outputs_once_for_all_looked_up(monkeypatch)
     def candidate(values):
         return attacks._Candidate("c", None, None, None, keys=(values, 1, 1))
 
-    one, other = np.arange(4.0), np.arange(4.0) + 1
+    one, other = np.arange(8.0).reshape(2, 4), np.arange(8.0).reshape(2, 4) + 1
     assert attacks._shared_keys([candidate(one), candidate(one.copy())])[0] is one
     assert attacks._shared_keys([candidate(one), candidate(other)]) is None
     assert attacks._shared_keys([attacks._Candidate("c", None, None, None)]) is None
+    # one coordinate: each candidate keys the outputs itself (one search, cheaper)
+    column = np.arange(4.0).reshape(1, 4)
+    assert attacks._shared_keys([candidate(column), candidate(column)]) is None
