@@ -854,9 +854,9 @@ def test_the_selection_draws_key_the_outputs_once_for_all_looked_up(monkeypatch)
     """On svt1's patterns, the portfolio's candidates looked up by the outputs' keys
     (the exact loss, the three shared scorers, the histogram) share one computation
     of those keys in the selection draws' transform, and their values are those of
-    each candidate keying the outputs itself, to the bit, on fresh outputs of both
-    inputs. Candidates whose tables key the outputs otherwise, or outputs of one
-    coordinate, key their own."""
+    each candidate keying the outputs itself, to the bit on a CPU, on fresh outputs
+    of both inputs. Candidates whose tables key the outputs otherwise, or outputs of
+    one coordinate, key their own."""
     import jax
 
     captured = {}
@@ -898,7 +898,11 @@ def test_the_selection_draws_key_the_outputs_once_for_all_looked_up(monkeypatch)
         shared_values = jax.jit(transform)(y, (keys, aux))
         own_values = jax.jit(own)(y, (None, aux))
     for j, (a, b) in enumerate(zip(shared_values, own_values, strict=True)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=str(j))
+        a, b = np.asarray(a), np.asarray(b)
+        if jax.default_backend() == "cpu":
+            np.testing.assert_array_equal(a, b, err_msg=str(j))
+        else:  # a value not in a memo is computed in each program (GPU rounding)
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=str(j))
     assert len(np.unique(np.asarray(shared_values[-1]))) > 1  # the histogram's
 
     def candidate(values):
