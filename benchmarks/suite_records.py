@@ -55,17 +55,19 @@ def record(name: str, draws: int, seed: int) -> dict:
 
 def compare(first: str, second: str) -> int:
     a, b = (json.loads(Path(f).read_text())["records"] for f in (first, second))
-    differ = 0
+    differ = compared = 0
     for name in a:
         if name not in b:
             print(f"{name}: only in {first}")
             continue
         fields = [f for f in FIELDS if a[name][f] != b[name][f]]
         differ += bool(fields)
+        compared += 1
         seconds = f"{a[name]['seconds']:.1f} s -> {b[name]['seconds']:.1f} s"
         verdict = "differ in " + ", ".join(fields) if fields else "same"
         print(f"{name}: {verdict}, {seconds}")
-    print(f"{len(a)} cases, {differ} differ")
+    alone = len(a) - compared
+    print(f"{compared} cases compared, {differ} differ ({alone} only in {first})")
     return 1 if differ else 0
 
 

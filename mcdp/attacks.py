@@ -699,6 +699,29 @@ class OutputKeys(NamedTuple):
     inverse: np.ndarray  # (2n,): the index in distinct of each output's key
 
 
+# A column whose probe takes at most this many values is searched among them by
+# comparing it with each (_compared_indices), where a binary search per output took
+# longer: on 2 x 10^6 outputs in 10 coordinates of 3 values each, 0.11-0.13 s
+# against 0.27-0.30 s for all 10 (benchmarks/RESULTS.md, "The outputs keyed once in
+# the selection draws").
+COMPARED_COLUMN_VALUES = 8
+
+
+def _compared_indices(
+    column: np.ndarray, probed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``np.searchsorted(probed, column, side="left")`` where ``column``'s value is
+    one of ``probed`` (sorted, no NaN), and whether it is: one comparison with each
+    value, on a contiguous copy of the column (the outputs' columns are strided)."""
+    column = np.ascontiguousarray(column)
+    at = np.zeros(column.shape, np.intp)
+    found = np.zeros(column.shape, bool)
+    for value in probed:
+        at += column > value
+        found |= column == value
+    return at, found
+
+
 def _column_values(column: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, Any]:
     """The distinct values of ``column`` but NaN, sorted (``np.unique``'s), given
     ``probed``, the sorted distinct values of its first rows; and each value's index
@@ -709,8 +732,11 @@ def _column_values(column: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, 
     1.2 s; benchmarks/RESULTS.md, "The scorers trained on distinct outputs")."""
     if probed.size == 0:  # the probe's rows all NaN
         return np.unique(column[~np.isnan(column)]), None
-    at = np.searchsorted(probed, column, side="left")
-    found = probed[np.minimum(at, probed.size - 1)] == column
+    if probed.size <= COMPARED_COLUMN_VALUES:
+        at, found = _compared_indices(column, probed)
+    else:
+        at = np.searchsorted(probed, column, side="left")
+        found = probed[np.minimum(at, probed.size - 1)] == column
     if found.all():
         return probed, at
     rest = column[~found]

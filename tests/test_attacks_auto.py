@@ -747,13 +747,18 @@ def _keys_by_sorting(outputs):
     )
 
 
-def test_the_training_outputs_keys_are_those_of_each_column_sorted_whole():
+@pytest.mark.parametrize("compared", [0, attacks.COMPARED_COLUMN_VALUES])
+def test_the_training_outputs_keys_are_those_of_each_column_sorted_whole(
+    monkeypatch, compared
+):
     """output_keys searches each column among the values of a probe of its first
     rows and sorts only what the probe lacks: the same values, keys, first
     occurrences and inverse as sorting every column whole, where values, NaN,
     -0.0 and inf first occur after the probe, where the probe has NaN alone,
     where a column turns continuous after it, and where there are too many values
-    or keys (None)."""
+    or keys (None); searched by a binary search, and by comparisons where the
+    probe has few values (4 here)."""
+    monkeypatch.setattr(attacks, "COMPARED_COLUMN_VALUES", compared)
     rng = np.random.default_rng(SEED)
     n = 2 * attacks.DISCRETE_PROBE
     base = rng.integers(0, 4, size=(2, n, 3)).astype(float)
