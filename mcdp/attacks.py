@@ -727,9 +727,11 @@ def _column_values(column: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, 
     ``probed``, the sorted distinct values of its first rows; and each value's index
     among them (:func:`_coordinate_indices`', where an output's value is never NaN
     and found) where they are the probe's, else None. One binary search among the
-    probe's few values per output, where a sort of the whole column took longer
-    (:func:`output_keys` of ``svt2``'s 2 x 10^6 training outputs: 0.27 s against
-    1.2 s; benchmarks/RESULTS.md, "The scorers trained on distinct outputs")."""
+    probe's few values per output (one comparison with each, where they are at
+    most :data:`COMPARED_COLUMN_VALUES`), where a sort of the whole column took
+    longer (:func:`output_keys` of ``svt2``'s 2 x 10^6 training outputs: 0.27 s
+    against 1.2 s; benchmarks/RESULTS.md, "The scorers trained on distinct
+    outputs")."""
     if probed.size == 0:  # the probe's rows all NaN
         return np.unique(column[~np.isnan(column)]), None
     if probed.size <= COMPARED_COLUMN_VALUES:
