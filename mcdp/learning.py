@@ -1085,9 +1085,12 @@ def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 SUM_PIECE = 1 << 16
 
 
-def _weights(logit: np.ndarray, sign: int, start: int, stop: int) -> np.ndarray:
-    """``expit(sign * logit)`` of ``logit[start:stop]``."""
-    return special.expit(sign * logit[start:stop])
+def _weights(
+    scores: np.ndarray, prior: float, sign: int, start: int, stop: int
+) -> np.ndarray:
+    """``expit(sign * logit)`` of positions ``start:stop``, the logit of a score
+    being ``score + prior`` in float64."""
+    return special.expit(sign * (scores[start:stop].astype(np.float64) + prior))
 
 
 def _weights_of_runs(
@@ -1154,21 +1157,23 @@ def loss_weighted_counts(
         # weights rounds each addition at its size, by the same amount at every
         # output of a tied level, and an event of a few percent is the difference
         # of two such sums
-        logit = scores[::-1].astype(np.float64, copy=False) + prior
+        # (each piece's logits made where summed: no array of them all, 80 MB at
+        # 10^7 scores)
+        ordered = scores[::-1]
         count = len(scores) - np.searchsorted(scores, thresholds, side="left")
         # the loss of discrete outputs takes few values: each weight is computed
-        # once per run of equal losses and repeated, the same numbers
-        runs = _runs(logit)
+        # once per run of equal losses and repeated, the same numbers (equal
+        # losses have equal logits)
+        runs = _runs(ordered)
         # the second input's weight as expit(-logit), not 1 - w, which rounds to
         # 0 early
         for i, sign in enumerate((1, -1)):
             if runs is None:
-                weights = partial(_weights, logit, sign)
+                weights = partial(_weights, ordered, prior, sign)
             else:
-                weights = partial(
-                    _weights_of_runs, *runs, special.expit(sign * logit[runs[0]])
-                )
-            tail, total = _running_sums_at(weights, logit.size, count - 1)
+                logit = ordered[runs[0]].astype(np.float64) + prior
+                weights = partial(_weights_of_runs, *runs, special.expit(sign * logit))
+            tail, total = _running_sums_at(weights, ordered.size, count - 1)
             totals[i] += total
             sums[i] += np.where(count > 0, tail, 0.0)
     first, second = np.array([[n_first], [n_second]]) * sums / totals

@@ -753,7 +753,7 @@ def test_running_sums_a_piece_at_a_time_are_numpys_cumsum_to_the_bit(monkeypatch
             inside = (at >= 0) & (at < values.size)
             expected = np.where(inside, whole[np.clip(at, 0, values.size - 1)], 0.0)
             runs = learning._runs(values)
-            forms = [partial(learning._weights, values, sign)]
+            forms = [partial(learning._weights, values, 0.0, sign)]
             if runs is not None:
                 of_run = special.expit(sign * values[runs[0]])
                 forms.append(partial(learning._weights_of_runs, *runs, of_run))
