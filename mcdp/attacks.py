@@ -1086,9 +1086,12 @@ def _shared_keys(candidates: Sequence[_Candidate]) -> tuple | None:
     (benchmarks/bench_selection_keys.py; 2 to 9 coordinates are not measured and
     share them)."""
     tables = [c.keys for c in candidates if c.keys is not None]
-    if not tables or tables[0][0].shape[0] < 2:
+    if not tables:
         return None
     first = tables[0]
+    values, _, _ = first  # (coordinates, values of each)
+    if values.shape[0] < 2:
+        return None
     same = all(
         all(np.array_equal(a, b) for a, b in zip(t, first, strict=True))
         for t in tables[1:]

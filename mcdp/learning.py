@@ -1090,7 +1090,9 @@ def _weights(
 ) -> np.ndarray:
     """``expit(sign * logit)`` of positions ``start:stop``, the logit of a score
     being ``score + prior`` in float64."""
-    return special.expit(sign * (scores[start:stop].astype(np.float64) + prior))
+    return special.expit(
+        sign * (scores[start:stop].astype(np.float64, copy=False) + prior)
+    )
 
 
 def _weights_of_runs(
@@ -1171,7 +1173,7 @@ def loss_weighted_counts(
             if runs is None:
                 weights = partial(_weights, ordered, prior, sign)
             else:
-                logit = ordered[runs[0]].astype(np.float64) + prior
+                logit = ordered[runs[0]].astype(np.float64, copy=False) + prior
                 weights = partial(_weights_of_runs, *runs, special.expit(sign * logit))
             tail, total = _running_sums_at(weights, ordered.size, count - 1)
             totals[i] += total
