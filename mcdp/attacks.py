@@ -628,9 +628,38 @@ _KEY_LIMIT = 2**31 - 1  # the keys are int32 on every backend
 COMPARISONS = 256
 
 
+def bit_order(xp: Any, a: Any) -> Any:
+    """The bit patterns of float ``a`` as signed integers of their width, in the
+    floats' order: each pattern its own integer, and -0.0 the one just below 0.0.
+    The outputs are keyed by these, so that a release whose sign of zero tells its
+    inputs apart is seen to (as floats, -0.0 == 0.0); on every other value they
+    have the floats' order and equality, and NaN, past +-inf, is never a training
+    value. The map is its own inverse on the integers (:func:`_bit_floats`).
+    Integers are returned as they are."""
+    if not xp.issubdtype(a.dtype, xp.floating):
+        return a
+    signed = {2: xp.int16, 4: xp.int32, 8: xp.int64}[a.dtype.itemsize]
+    bits = a.view(signed) if xp is np else jax.lax.bitcast_convert_type(a, signed)
+    return _flip_negative(bits)
+
+
+def _flip_negative(bits: Any) -> Any:
+    """Signed integers with the bits after the sign flipped where it is set: so
+    larger float magnitudes order lower there. Its own inverse."""
+    width = 8 * bits.dtype.itemsize
+    magnitude = np.iinfo(bits.dtype).max
+    return bits ^ ((bits >> (width - 1)) & magnitude).astype(bits.dtype)
+
+
+def _bit_floats(ordered: np.ndarray, dtype: Any) -> np.ndarray:
+    """The floats of ``dtype`` whose :func:`bit_order` is ``ordered``."""
+    return _flip_negative(ordered).view(dtype)
+
+
 class HistogramTable(NamedTuple):
-    """The training sample's distinct values of each output coordinate
-    (``values[j, :lengths[j]]``, sorted, padded with +inf), and the keys of its
+    """The training sample's distinct values of each output coordinate, bit
+    pattern by bit pattern (``values[j, :lengths[j]]``, in :func:`bit_order`'s
+    order: -0.0 and 0.0 apart, -0.0 first; padded with +inf), and the keys of its
     distinct outputs (sorted, padded to :data:`HISTOGRAM_VALUES` with a key that no
     output has) with each one's log ratio ``scores``."""
 
@@ -644,8 +673,9 @@ class HistogramTable(NamedTuple):
 
 def _coordinate_indices(xp, flat, values, lengths):
     """Per coordinate, the index of the output's value among the training values,
-    ``lengths[j]`` for one never seen, shape ``flat.shape``: comparisons only,
-    exact on every backend. A binary search per coordinate."""
+    ``lengths[j]`` for one never seen, shape ``flat.shape`` (both as
+    :func:`bit_order` gives them): comparisons only, exact on every backend. A
+    binary search per coordinate."""
     found = []
     for j in range(flat.shape[1]):
         column = flat[:, j]
@@ -664,7 +694,8 @@ def _compared_keys(xp, flat, values, lengths, strides):
     are distinct, the padding is left out). One reduction reads the outputs once:
     on a CPU, XLA computes the sampler's outputs again inside each fused reduction
     that reads them (an index and a "seen" reduced apart drew ``svt6``'s counted
-    outputs three times with the default stream)."""
+    outputs three times with the default stream). ``flat`` and ``values`` as
+    :func:`bit_order` gives them."""
     position = xp.arange(values.shape[1], dtype=xp.int32)
     valid = position[None, :] < lengths[:, None]
     weights = xp.where(
@@ -678,7 +709,15 @@ def _compared_keys(xp, flat, values, lengths, strides):
 
 
 def _histogram_keys(xp, y, values, lengths, strides):
+    """The keys of outputs ``y`` by their coordinates' ``values`` (a
+    :class:`HistogramTable`'s, :class:`ValueMemo`'s or :class:`OutputKeys`'):
+    ``sum_j index_j * strides[j]``, each output's value compared with them by its
+    bits (:func:`bit_order`, both in the outputs' dtype: the training values are
+    those of outputs in it)."""
     flat = y.reshape(y.shape[0], -1)
+    if not xp.issubdtype(flat.dtype, xp.floating):
+        flat = flat.astype(values.dtype)  # as a float comparison would promote it
+    flat, values = bit_order(xp, flat), bit_order(xp, values.astype(flat.dtype))
     if xp is jnp and values.size <= COMPARISONS:
         return _compared_keys(xp, flat, values, lengths, strides)
     indices = _coordinate_indices(xp, flat, values, lengths)
@@ -686,10 +725,10 @@ def _histogram_keys(xp, y, values, lengths, strides):
 
 
 class OutputKeys(NamedTuple):
-    """The training sample's distinct values of each output coordinate
-    (``values[j, :lengths[j]]``, sorted, padded with +inf), its outputs' distinct
-    keys, and where each first occurs and which one every output has
-    (:func:`output_keys`)."""
+    """The training sample's distinct values of each output coordinate, bit
+    pattern by bit pattern (``values[j, :lengths[j]]``, in :func:`bit_order`'s
+    order, padded with +inf), its outputs' distinct keys, and where each first
+    occurs and which one every output has (:func:`output_keys`)."""
 
     values: np.ndarray  # (d, V) float
     lengths: np.ndarray  # (d,) int32
@@ -712,8 +751,7 @@ def _compared_indices(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``np.searchsorted(probed, column, side="left")`` where ``column``'s value is
     one of ``probed`` (sorted, no NaN), and whether it is: one comparison with each
-    value, on a contiguous copy of the column (the outputs' columns are strided)."""
-    column = np.ascontiguousarray(column)
+    value (``column`` contiguous, both as :func:`bit_order` gives them)."""
     at = np.zeros(column.shape, np.intp)
     found = np.zeros(column.shape, bool)
     for value in probed:
@@ -723,17 +761,24 @@ def _compared_indices(
 
 
 def _column_values(column: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, Any]:
-    """The distinct values of ``column`` but NaN, sorted (``np.unique``'s), given
-    ``probed``, the sorted distinct values of its first rows; and each value's index
-    among them (:func:`_coordinate_indices`', where an output's value is never NaN
-    and found) where they are the probe's, else None. One binary search among the
-    probe's few values per output (one comparison with each, where they are at
-    most :data:`COMPARED_COLUMN_VALUES`), where a sort of the whole column took
-    longer (:func:`output_keys` of ``svt2``'s 2 x 10^6 training outputs: 0.27 s
-    against 1.2 s; benchmarks/RESULTS.md, "The scorers trained on distinct
-    outputs")."""
+    """The distinct bit patterns of float ``column`` but NaN's, as
+    :func:`bit_order` gives them, sorted, given ``probed``, those of its first
+    rows; and each one's index among them (:func:`_coordinate_indices`', where an
+    output is never NaN and found) where they are the probe's, else None. The
+    column is read once, into a contiguous copy of its bits (the outputs' columns
+    are strided). One binary search among the probe's few values per output (one
+    comparison with each, where they are at most :data:`COMPARED_COLUMN_VALUES`),
+    where a sort of the whole column took longer (:func:`output_keys` of
+    ``svt2``'s 2 x 10^6 training outputs: 0.27 s against 1.2 s;
+    benchmarks/RESULTS.md, "The scorers trained on distinct outputs")."""
+    dtype = column.dtype
+    column = bit_order(np, np.ascontiguousarray(column))
+
+    def numbers(bits):
+        return bits[~np.isnan(_bit_floats(bits, dtype))]
+
     if probed.size == 0:  # the probe's rows all NaN
-        return np.unique(column[~np.isnan(column)]), None
+        return np.unique(numbers(column)), None
     if probed.size <= COMPARED_COLUMN_VALUES:
         at, found = _compared_indices(column, probed)
     else:
@@ -741,8 +786,7 @@ def _column_values(column: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, 
         found = probed[np.minimum(at, probed.size - 1)] == column
     if found.all():
         return probed, at
-    rest = column[~found]
-    rest = rest[~np.isnan(rest)]
+    rest = numbers(column[~found])
     if rest.size == 0:
         return probed, None  # NaN: not a value, and its index is the key's "not seen"
     return np.union1d(probed, rest), None
@@ -750,17 +794,20 @@ def _column_values(column: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, 
 
 def output_keys(outputs: np.ndarray) -> OutputKeys | None:
     """An int32 key per output of discrete ``outputs`` (``(2, n, ...)``, the
-    training sample of both inputs), or None where they take more than
+    training sample of both inputs), by the bit patterns of its coordinates
+    (:func:`bit_order`: -0.0 is not 0.0), or None where they take more than
     :data:`HISTOGRAM_VALUES` values in a coordinate."""
     n = outputs.shape[1]
     flat = outputs.reshape(2 * n, -1)
     if flat.shape[1] == 0:
         return None
+    if flat.dtype.kind != "f":
+        flat = flat.astype(np.float64)  # the values are floats, and keyed by bits
     probe = flat[:DISCRETE_PROBE]
-    probed = [np.unique(c) for c in probe.T]
+    probed = [np.unique(c) for c in probe.T]  # NaN once, -0.0 with 0.0
     if any(c.size > HISTOGRAM_VALUES for c in probed):
         return None  # continuous: settled on a probe, cheaply
-    probed = [c[~np.isnan(c)] for c in probed]
+    probed = [np.unique(bit_order(np, c[~np.isnan(c)])) for c in probe.T]
     if math.prod(c.size + 1 for c in probed) > _KEY_LIMIT:
         return None  # too many keys already (rappor's bits)
     columns, indices = [], []
@@ -776,19 +823,23 @@ def output_keys(outputs: np.ndarray) -> OutputKeys | None:
     radices = np.cumprod(np.concatenate([[1], lengths + 1]))
     # padded to a power of two, so that few shapes reach the compiled programs
     width = 1 << max(0, int(lengths.max()) - 1).bit_length()
-    values = np.full((len(columns), width), np.inf)
+    ordered = np.full(
+        (len(columns), width), bit_order(np, np.array(np.inf, flat.dtype))
+    )
     for j, c in enumerate(columns):
-        values[j, : c.size] = c
+        ordered[j, : c.size] = c
     lengths32, strides = lengths.astype(np.int32), radices[:-1].astype(np.int32)
     # the keys of _histogram_keys, added column by column; a column whose values
     # are the probe's has its indices already
     keys = np.zeros(2 * n, dtype=np.int32)
     for j, at in enumerate(indices):
         if at is None:
-            at = _coordinate_indices(np, flat[:, j : j + 1], values[j : j + 1],
+            column = bit_order(np, np.ascontiguousarray(flat[:, j : j + 1]))
+            at = _coordinate_indices(np, column, ordered[j : j + 1],
                                      lengths32[j : j + 1])[:, 0]  # fmt: skip
         keys += at.astype(np.int32) * strides[j]
     distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    values = _bit_floats(ordered, flat.dtype)
     return OutputKeys(values, lengths32, strides, distinct, first, inverse)
 
 

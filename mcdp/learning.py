@@ -567,12 +567,12 @@ def training_sample(
 
     ``distinct``: where the outputs take few values, ``(first, inverse)``: the index
     among the outputs (``y_first``'s, then ``y_second``'s) of the first output of
-    each distinct value, and the index of each output's value among them (as
-    ``np.unique`` gives them); the sample then holds its :class:`Distinct`, unless
-    a distinct output is not finite or an output is -0.0, and only the first
+    each distinct bit pattern, and the index of each output's pattern among them
+    (as :func:`mcdp.attacks.output_keys` gives them); the sample then holds its
+    :class:`Distinct`, unless a distinct output is not finite, and only the first
     minibatch of the pooled outputs: not copying the others to the device saved
-    about 0.2 s of 2 x 10^6 outputs in 10 coordinates
-    (benchmarks/RESULTS.md, "The outputs keyed once in the selection draws")."""
+    about 0.2 s of 2 x 10^6 outputs in 10 coordinates (benchmarks/RESULTS.md,
+    "The outputs keyed once in the selection draws")."""
     dtype = jnp.result_type(float)
     first, second = np.asarray(y_first), np.asarray(y_second)
     count, rows = len(first), len(first) + len(second)
@@ -618,14 +618,13 @@ def _distinct_counts(
     inverse: np.ndarray,
 ) -> Distinct | None:
     """The :class:`Distinct` of the pooled sample ``order`` (see
-    :func:`training_sample`), or None where a distinct output is not finite or an
-    output has a -0.0: it is one value with 0.0, but not one bit pattern, and the
-    bit features read the sign."""
+    :func:`training_sample`), or None where a distinct output is not finite (one
+    key holds every NaN, whatever its bits). ``firsts`` and ``inverse`` are of
+    outputs keyed by their bits (:func:`mcdp.attacks.output_keys`), so each
+    distinct row stands for outputs of its own bit pattern, -0.0 apart from 0.0."""
     count = len(first)
     rows = np.stack([first[i] if i < count else second[i - count] for i in firsts])
     if not np.isfinite(rows).all():
-        return None
-    if any(np.any(np.signbit(a) & (a == 0)) for a in (first, second)):
         return None
     width = 1 << max(0, len(firsts) - 1).bit_length()
     rows = np.concatenate(

@@ -695,32 +695,40 @@ def test_the_histogram_tabulates_each_distinct_output_and_its_log_ratio():
     keys = np.asarray(attacks._histogram_keys(jnp, jnp.asarray(first), *table[:3]))
     assert np.array_equal(keys, attacks._histogram_keys(np, first, *table[:3]))
     # JAX compares each value with every training value where NumPy searches: the
-    # same keys, on values never seen (7, -inf, inf) and NaN too
-    probe = np.concatenate([first[:50], [[7.0, np.nan], [-np.inf, np.inf]]])
+    # same keys, on values never seen (7, -inf, inf, -0.0) and NaN too
+    probe = np.concatenate(
+        [first[:50], [[7.0, np.nan], [-np.inf, np.inf], [-0.0, 0.0]]]
+    )
     values, lengths, strides = table[:3]
-    searched = attacks._coordinate_indices(np, probe, values, lengths)
-    assert searched[-2:].tolist() == [[3, 3], [3, 3]]  # 3: not seen
+    bits = attacks.bit_order
+    searched = attacks._coordinate_indices(
+        np, bits(np, probe), bits(np, values), lengths
+    )
+    assert searched[-3:].tolist() == [[3, 3], [3, 3], [3, 0]]  # 3: not seen
     by_index = (searched * strides[None, :]).sum(axis=-1)
     for xp in (np, jnp):
         compared = attacks._compared_keys(
-            xp, xp.asarray(probe), *(xp.asarray(a) for a in table[:3])
-        )
+            xp, bits(xp, xp.asarray(probe)), bits(xp, xp.asarray(values)),
+            xp.asarray(lengths), xp.asarray(strides),
+        )  # fmt: skip
         assert np.array_equal(np.asarray(compared), by_index)
-        # +inf a training value, and the padding after it, which never matches
-        one = attacks._compared_keys(
-            xp, xp.asarray([[np.inf], [1.0], [5.0], [np.nan], [-0.0]]),
+        # +inf a training value, and the padding after it, which never matches;
+        # -0.0 not one (its bits are not 0.0's), nor NaN
+        one = attacks._histogram_keys(
+            xp, xp.asarray([[np.inf], [1.0], [5.0], [np.nan], [-0.0], [0.0]]),
             xp.asarray([[0.0, 1.0, np.inf, np.inf]]), xp.asarray([3], np.int32),
             xp.asarray([1], np.int32),
         )  # fmt: skip
-        assert np.asarray(one).tolist() == [2, 1, 3, 3, 0]
+        assert np.asarray(one).tolist() == [2, 1, 3, 3, 3, 0]
     # an output never seen in training scores 0; continuous outputs get no table
     assert float(histogram_score(jnp.asarray([[7.0, 0.0]]), table)[0]) == 0.0
     assert histogram_table(rng.normal(size=(2, 20_000, 1))) is None
 
 
 def _keys_by_sorting(outputs):
-    """output_keys' definition: each column's distinct values sorted whole, each
-    output's key from its indices among them, the keys' distinct values sorted."""
+    """output_keys' definition: each column's distinct bit patterns but NaN's
+    (bit_order's) sorted whole, each output's key from its indices among them, the
+    keys' distinct values sorted."""
     n = outputs.shape[1]
     flat = outputs.reshape(2 * n, -1)
     if flat.shape[1] == 0:
@@ -728,7 +736,8 @@ def _keys_by_sorting(outputs):
     if any(np.unique(c).size > attacks.HISTOGRAM_VALUES
            for c in flat[: attacks.DISCRETE_PROBE].T):  # fmt: skip
         return None
-    columns = [np.unique(c[~np.isnan(c)]) for c in flat.T]
+    bits = attacks.bit_order(np, flat)
+    columns = [np.unique(b[~np.isnan(c)]) for b, c in zip(bits.T, flat.T, strict=True)]
     if any(c.size > attacks.HISTOGRAM_VALUES for c in columns):
         return None
     lengths = np.array([c.size for c in columns])
@@ -736,11 +745,12 @@ def _keys_by_sorting(outputs):
         return None
     radices = np.cumprod(np.concatenate([[1], lengths + 1]))
     width = 1 << max(0, int(lengths.max()) - 1).bit_length()
-    values = np.full((len(columns), width), np.inf)
+    ordered = np.full((len(columns), width), attacks.bit_order(np, np.array(np.inf)))
     for j, c in enumerate(columns):
-        values[j, : c.size] = c
+        ordered[j, : c.size] = c
     strides = radices[:-1].astype(np.int32)
-    indices = attacks._coordinate_indices(np, flat, values, lengths.astype(np.int32))
+    indices = attacks._coordinate_indices(np, bits, ordered, lengths.astype(np.int32))
+    values = attacks._bit_floats(ordered, np.float64)
     keys = (indices * strides[None, :]).sum(axis=-1).astype(np.int32)
     return (values, lengths.astype(np.int32), strides) + np.unique(
         keys, return_index=True, return_inverse=True
@@ -838,6 +848,41 @@ def test_the_histogram_never_refutes_a_discrete_mechanism_that_ignores_its_input
             confidence=1 - ALARM / 3,
         )  # fmt: skip
         assert r.attack == "histogram" and not r.violated
+
+
+def _signed_zero(rng, x, n):
+    """A rounded Laplace draw (scale 1) whatever the input, whose zeros are -0.0
+    with probability 0.9 under x = 0 and 0.1 under x = 1: the sign of a zero is
+    the leak, a likelihood ratio of 9 (loss ln 9) at either zero and 1 elsewhere."""
+    y = np.round(rng.laplace(0.0, 1.0, size=(n, 1)))
+    negative = rng.random((n, 1)) < (0.9 if x[0] == 0 else 0.1)
+    return np.where(y == 0, np.where(negative, -0.0, 0.0), y)
+
+
+def test_the_outputs_are_keyed_by_their_bits_so_a_sign_of_zero_is_seen():
+    """-0.0 == 0.0 as floats, but a release shows its bits. output_keys keeps the
+    two zeros apart, the histogram scores each by its own frequencies, and the
+    default portfolio refutes a claim of epsilon = 1 on _signed_zero (loss ln 9),
+    where float-support sees both zeros under both inputs and the other candidates
+    score values, not bits; its bound stays below ln 9 (a false alarm
+    has probability at most ALARM at that confidence)."""
+    outputs = np.array([[-0.0, -0.0, -0.0, 0.0, 1.0], [0.0, 0.0, -0.0, 0.0, 1.0]])
+    keyed = attacks.output_keys(outputs[:, :, None])
+    assert keyed.distinct.size == 3 and keyed.lengths.tolist() == [3]
+    zeros = np.array([[-0.0], [0.0]])
+    table = histogram_table(outputs[:, :, None], keyed)
+    got = np.asarray(histogram_score(jnp.asarray(zeros), table))
+    # smoothed log ratios: -0.0 three times against once, 0.0 once against three
+    # times (in float32, JAX's default dtype here)
+    want = [math.log(3.5 / 1.5), math.log(1.5 / 3.5)]
+    assert np.allclose(got, want, rtol=0, atol=1e-6)
+    mech = mcdp.Mechanism.from_callable("signed-zero", _signed_zero)
+    r = mcdp.audit_delta(
+        mech, 1.0, 0.0, 1, 50_000, pair=np.array([[0.0], [1.0]]),
+        attack=auto_attack(**SMALL), seed=SEED, confidence=1 - ALARM,
+    )  # fmt: skip
+    assert r.attack == "histogram" and r.violated
+    assert 1.0 < r.epsilon_lower <= math.log(9)
 
 
 def test_few_values_answers_as_the_whole_sample_does():

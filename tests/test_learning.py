@@ -325,8 +325,9 @@ def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, featu
     minibatch, moves them by 2e-3 to 3e-3 of it), and its scores order the
     distinct outputs alike. The sample with them holds the first minibatch of the
     pooled outputs alone, which standardises the features. A distinct output that
-    is not finite, or an output of -0.0, leaves the sample without them, and with
-    every pooled output."""
+    is not finite leaves the sample without them, and with every pooled output;
+    an output of -0.0, keyed by its bits as the portfolio keys them, is a distinct
+    output of its own."""
     first, second = _discrete_outputs(6, learning.BATCH + 3000)
     pooled = np.concatenate([first, second])
     _, firsts, inverse = np.unique(
@@ -367,19 +368,24 @@ def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, featu
         x, z = np.asarray(x), np.asarray(z)
         np.testing.assert_allclose(x, z, rtol=0, atol=1e-9 * np.abs(x).max())
     assert np.array_equal(np.argsort(scores[0]), np.argsort(scores[1]))
-    for value in (np.nan, -0.0):  # -0.0: 0.0's value, not its bit pattern
+    for value in (np.nan, -0.0):
         spoilt = first.copy()
         spoilt[7, 1] = value
         pooled = np.concatenate([spoilt, second])
         _, firsts, inverse = np.unique(
-            pooled, axis=0, return_index=True, return_inverse=True
-        )
+            pooled.view(np.int64), axis=0, return_index=True, return_inverse=True
+        )  # by bits: -0.0 is not 0.0
         with jax.enable_x64(True):
             sample = learning.training_sample(
                 spoilt, second, distinct=(firsts, inverse.ravel())
             )
-        assert sample.distinct is None
-        assert sample.y.shape[0] == len(pooled)
+        if np.isnan(value):
+            assert sample.distinct is None
+            assert sample.y.shape[0] == len(pooled)
+        else:
+            rows = np.asarray(sample.distinct.rows)[: len(firsts)]
+            assert np.sum(np.signbit(rows) & (rows == 0)) == 1  # its own row
+            assert sample.y.shape[0] == batch
 
 
 @pytest.mark.parametrize(
