@@ -32,7 +32,7 @@ from mcdp.attacks import (
 from mcdp.mechanisms import SUITE
 from mcdp.pairs import make_pair
 
-from conftest import Z
+from conftest import Z, load_benchmark
 
 SEED = 20261125
 SMALL = dict(train_draws=20_000, select_draws=20_000)
@@ -708,9 +708,8 @@ def test_the_histogram_tabulates_each_distinct_output_and_its_log_ratio():
     by_index = (searched * strides[None, :]).sum(axis=-1)
     for xp in (np, jnp):
         compared = attacks._compared_keys(
-            xp, bits(xp, xp.asarray(probe)), bits(xp, xp.asarray(values)),
-            xp.asarray(lengths), xp.asarray(strides),
-        )  # fmt: skip
+            xp, xp.asarray(probe), *(xp.asarray(a) for a in table[:3])
+        )
         assert np.array_equal(np.asarray(compared), by_index)
         # +inf a training value, and the padding after it, which never matches;
         # -0.0 not one (its bits are not 0.0's), nor NaN
@@ -720,9 +719,40 @@ def test_the_histogram_tabulates_each_distinct_output_and_its_log_ratio():
             xp.asarray([1], np.int32),
         )  # fmt: skip
         assert np.asarray(one).tolist() == [2, 1, 3, 3, 3, 0]
+        # both zeros training values (each output's own), or -0.0 alone; as
+        # floats, a zero output equals each zero value
+        zeros = xp.asarray([[-0.0], [0.0], [1.0], [5.0], [np.nan]])
+        for values, want in (
+            ([[-0.0, 0.0, 1.0, np.inf]], [0, 1, 2, 3, 3]),
+            ([[-0.0, 1.0, np.inf, np.inf]], [0, 2, 1, 2, 2]),
+        ):
+            length = 3 if want[-1] == 3 else 2
+            keys = attacks._histogram_keys(
+                xp, zeros, xp.asarray(values), xp.asarray([length], np.int32),
+                xp.asarray([1], np.int32),
+            )  # fmt: skip
+            assert np.asarray(keys).tolist() == want
     # an output never seen in training scores 0; continuous outputs get no table
     assert float(histogram_score(jnp.asarray([[7.0, 0.0]]), table)[0]) == 0.0
     assert histogram_table(rng.normal(size=(2, 20_000, 1))) is None
+
+
+def test_the_compiled_keys_are_those_of_the_outputs_bits():
+    """The benchmark's forms on 4,096 outputs of 10 coordinates, a tenth of them
+    -0.0 (5 values each), and of one coordinate: the audit's keys (floats, a zero
+    output's other zero taken off) are those of bit_order's integers and of the
+    raw bit patterns, and the floats' alone (-0.0 == 0.0) are not."""
+    import jax
+
+    bench_keys = load_benchmark("bench_keys")
+    with jax.enable_x64(True):
+        for coordinates, count in ((10, 4), (1, 2)):
+            row = bench_keys.bench_shape(coordinates, count, 4096, 1, True)
+            assert row["compared"]
+            assert row["same_keys_as_the_audit"] == {
+                "the audit's": True, "floats": False, "bit order": True,
+                "raw bits": True,
+            }  # fmt: skip
 
 
 def _keys_by_sorting(outputs):
