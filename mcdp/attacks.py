@@ -51,6 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp import _validate, learning
+from mcdp._bits import bit_floats, bit_order
 from mcdp._types import Array, PRNGKey
 from mcdp.core.attack import Attack, AttackContext
 from mcdp.core.mechanism import Mechanism
@@ -628,34 +629,6 @@ _KEY_LIMIT = 2**31 - 1  # the keys are int32 on every backend
 COMPARISONS = 256
 
 
-def bit_order(xp: Any, a: Any) -> Any:
-    """The bit patterns of float ``a`` as signed integers of their width, in the
-    floats' order: each pattern its own integer, and -0.0 the one just below 0.0.
-    The outputs are keyed by these, so that a release whose sign of zero tells its
-    inputs apart is seen to (as floats, -0.0 == 0.0); on every other value they
-    have the floats' order and equality, and NaN, past +-inf, is never a training
-    value. The map is its own inverse on the integers (:func:`_bit_floats`).
-    Integers are returned as they are."""
-    if not xp.issubdtype(a.dtype, xp.floating):
-        return a
-    signed = {2: xp.int16, 4: xp.int32, 8: xp.int64}[a.dtype.itemsize]
-    bits = a.view(signed) if xp is np else jax.lax.bitcast_convert_type(a, signed)
-    return _flip_negative(bits)
-
-
-def _flip_negative(bits: Any) -> Any:
-    """Signed integers with the bits after the sign flipped where it is set: so
-    larger float magnitudes order lower there. Its own inverse."""
-    width = 8 * bits.dtype.itemsize
-    magnitude = np.iinfo(bits.dtype).max
-    return bits ^ ((bits >> (width - 1)) & magnitude).astype(bits.dtype)
-
-
-def _bit_floats(ordered: np.ndarray, dtype: Any) -> np.ndarray:
-    """The floats of ``dtype`` whose :func:`bit_order` is ``ordered``."""
-    return _flip_negative(ordered).view(dtype)
-
-
 class HistogramTable(NamedTuple):
     """The training sample's distinct values of each output coordinate, bit
     pattern by bit pattern (``values[j, :lengths[j]]``, in :func:`bit_order`'s
@@ -800,7 +773,7 @@ def _column_values(column: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, 
     column = bit_order(np, np.ascontiguousarray(column))
 
     def numbers(bits):
-        return bits[~np.isnan(_bit_floats(bits, dtype))]
+        return bits[~np.isnan(bit_floats(bits, dtype))]
 
     if probed.size == 0:  # the probe's rows all NaN
         return np.unique(numbers(column)), None
@@ -864,7 +837,7 @@ def output_keys(outputs: np.ndarray) -> OutputKeys | None:
                                      lengths32[j : j + 1])[:, 0]  # fmt: skip
         keys += at.astype(np.int32) * strides[j]
     distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    values = _bit_floats(ordered, flat.dtype)
+    values = bit_floats(ordered, flat.dtype)
     return OutputKeys(values, lengths32, strides, distinct, first, inverse)
 
 

@@ -15,6 +15,7 @@ import pytest
 from scipy import integrate, stats
 
 import mcdp
+from mcdp._bits import bit_order
 from mcdp.mechanisms import MECHANISMS, SUITE, LaplaceParams, _base, get_mechanism
 from mcdp.mechanisms import float_laplace as fl
 from mcdp.mechanisms import numerical_svt as ns
@@ -435,9 +436,12 @@ def test_snapping_params():
     assert fl.snapping_params(1 / 16 * (1 + 100 * 2.0**-49)).grid == 16.0  # lambda = 16
     with pytest.raises(ValueError, match="bound"):
         fl.snapping_params(0.01, bound=50.0)  # lambda = 100 > B
-    assert fl.snapping_levels(p).tolist() == [-100.0] + list(range(-96, 97, 16)) + [
-        100.0
-    ]
+    # 0 twice, as -0.0 and 0.0: the two outputs' bits differ
+    levels = fl.snapping_levels(p)
+    assert levels.tolist() == (
+        [-100.0, *range(-96, -15, 16), -0.0, 0.0, *range(16, 97, 16), 100.0]
+    )
+    assert np.signbit(levels).tolist() == [True] * 8 + [False] * 8
 
 
 def _numpy_snapping(loc, k, negative, p):
@@ -459,7 +463,8 @@ def test_snapping_outputs_follow_the_exact_counts(key, loc):
     np.testing.assert_array_equal(y, _numpy_snapping(loc, k, low == 1, p))
     counts = fl.snapping_log_probs(min(loc, 100.0), p)
     assert sum(int(c) for c in counts) == 2**54
-    observed = np.array([np.sum(y == v) for v in levels])
+    bits = bit_order(np, y)
+    observed = np.array([np.sum(bits == v) for v in bit_order(np, levels)])
     chi2 = stats.chisquare(observed, counts / 2.0**54 * N)
     assert chi2.pvalue > FAIL_PROB
 
@@ -468,9 +473,9 @@ def _ideal_snapping(loc, p):
     """The law in real arithmetic: Laplace(lambda) mass of each output's cell."""
     levels = fl.snapping_levels(p)
     half = p.grid / 2  # output v for noisy in [v - half, v + half); +-B past the rest
-    edges = (
-        [-math.inf, levels[1] - half] + [v + half for v in levels[1:-1]] + [math.inf]
-    )
+    # -0.0 for noisy in [-half, 0), 0.0 in [0, half)
+    uppers = [0.0 if v == 0 and np.signbit(v) else v + half for v in levels[1:-1]]
+    edges = [-math.inf, levels[1] - half, *uppers, math.inf]
     cdf = stats.laplace(loc=loc, scale=p.scale).cdf
     return np.diff([cdf(e) for e in edges])
 

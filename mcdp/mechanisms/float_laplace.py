@@ -48,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcdp import _validate
+from mcdp._bits import bit_order, bit_sorted
 from mcdp._types import Array, PRNGKey
 from mcdp.core.domains import InputDomain
 from mcdp.core.mechanism import Mechanism
@@ -254,26 +255,31 @@ _snap_jit = jax.jit(snap)
 
 
 def snapping_levels(params: SnappingParams) -> np.ndarray:
-    """Every output: the multiples of the grid in :math:`[-B, B]` and :math:`\\pm B`."""
+    """Every output, bit pattern by bit pattern (:func:`mcdp._bits.bit_sorted`):
+    the multiples of the grid in :math:`[-B, B]` and :math:`\\pm B`, with 0 as
+    -0.0 and 0.0, two outputs (a noisy value in :math:`(-\\Lambda/2, 0)` rounds to
+    -0.0)."""
     bound, grid = float(params.bound), float(params.grid)
     top = math.floor(bound / grid)
-    return np.unique(np.concatenate([np.arange(-top, top + 1) * grid, [-bound, bound]]))
+    multiples = np.arange(-top, top + 1) * grid
+    return bit_sorted(np.concatenate([multiples, [-0.0, -bound, bound]]))
 
 
 def _level_counts(loc: float, negative: bool, params) -> np.ndarray | None:
     """How many :math:`k \\in [0, 2^{53})` give each level for one sign, by
-    bisection of the non-decreasing map (``k`` reversed for :math:`S = +1`); each
-    boundary is checked on :data:`BOUNDARY_WINDOW` k on both sides (``None`` if
-    the outputs there are not monotone)."""
-    levels = snapping_levels(params)
+    bisection of the non-decreasing map (``k`` reversed for :math:`S = +1`), the
+    outputs compared by their bits (-0.0 below 0.0: :func:`mcdp._bits.bit_order`);
+    each boundary is checked on :data:`BOUNDARY_WINDOW` k on both sides (``None``
+    if the outputs there are not monotone)."""
+    levels = bit_order(np, snapping_levels(params))
     size = 2 * HALF
 
     def output(ks: np.ndarray) -> np.ndarray:
         ks = ks if negative else size - 1 - ks  # S = +1: decreasing in k
-        return _on_cpu(
+        return bit_order(np, _on_cpu(
             _snap_jit, np.full(ks.shape, loc), ks.astype(np.uint64),
             np.full(ks.shape, negative), params,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     lo = np.zeros(levels.size, dtype=np.int64)  # first k with output >= level
     hi = np.full(levels.size, size, dtype=np.int64)
