@@ -894,13 +894,19 @@ def _signed_zero(rng, x, n):
     return np.where(y == 0, np.where(negative, -0.0, 0.0), y)
 
 
+def _signed_zero_or_noise(rng, x, n):
+    """Half the outputs a zero, -0.0 with probability 0.9 under x = 0 and 0.1
+    under x = 1, half a Laplace draw (scale 1) whatever the input: loss ln 9, in
+    outputs too many-valued for the histogram."""
+    noise = rng.laplace(0.0, 1.0, size=(n, 1))
+    negative = rng.random((n, 1)) < (0.9 if x[0] == 0 else 0.1)
+    zero = np.where(negative, -0.0, 0.0)
+    return np.where(rng.random((n, 1)) < 0.5, zero, noise)
+
+
 def test_the_outputs_are_keyed_by_their_bits_so_a_sign_of_zero_is_seen():
     """-0.0 == 0.0 as floats, but a release shows its bits. output_keys keeps the
-    two zeros apart, the histogram scores each by its own frequencies, and the
-    default portfolio refutes a claim of epsilon = 1 on _signed_zero (loss ln 9),
-    where float-support sees both zeros under both inputs and the other candidates
-    score values, not bits; its bound stays below ln 9 (a false alarm
-    has probability at most ALARM at that confidence)."""
+    two zeros apart, and the histogram scores each by its own frequencies."""
     outputs = np.array([[-0.0, -0.0, -0.0, 0.0, 1.0], [0.0, 0.0, -0.0, 0.0, 1.0]])
     keyed = attacks.output_keys(outputs[:, :, None])
     assert keyed.distinct.size == 3 and keyed.lengths.tolist() == [3]
@@ -911,13 +917,33 @@ def test_the_outputs_are_keyed_by_their_bits_so_a_sign_of_zero_is_seen():
     # times (in float32, JAX's default dtype here)
     want = [math.log(3.5 / 1.5), math.log(1.5 / 3.5)]
     assert np.allclose(got, want, rtol=0, atol=1e-6)
-    mech = mcdp.Mechanism.from_callable("signed-zero", _signed_zero)
+
+
+@pytest.mark.parametrize(
+    "release, seeing",
+    [
+        (_signed_zero, {"histogram", "learned-bits"}),
+        (_signed_zero_or_noise, {"learned-bits"}),
+    ],
+    ids=["discrete", "with-noise"],
+)
+def test_the_default_refutes_a_release_whose_sign_of_zero_leaks(release, seeing):
+    """The default portfolio refutes a claim of epsilon = 1 on each release (loss
+    ln 9), and its bound stays below ln 9 (a false alarm has probability at most
+    ALARM at that confidence). The candidates that see the sign promise more than
+    1 on the selection draws: the histogram, whose keys are the outputs' bits,
+    where the outputs are few-valued, and the bit scorer (a feature for -0.0);
+    float-support sees both zeros under both inputs, and the other scorers read
+    values, so they promise nothing."""
+    mech = mcdp.Mechanism.from_callable("signed-zero", release)
     r = mcdp.audit_delta(
         mech, 1.0, 0.0, 1, 50_000, pair=np.array([[0.0], [1.0]]),
         attack=auto_attack(**SMALL), seed=SEED, confidence=1 - ALARM,
     )  # fmt: skip
-    assert r.attack == "histogram" and r.violated
-    assert 1.0 < r.epsilon_lower <= math.log(9)
+    assert r.violated and 1.0 < r.epsilon_lower <= math.log(9)
+    assert r.attack in seeing
+    assert {label for label, v in r.selection.items() if v > 1.0} == seeing
+    assert all(v <= 0.0 for label, v in r.selection.items() if label not in seeing)
 
 
 def test_few_values_answers_as_the_whole_sample_does():
