@@ -13,7 +13,7 @@ runs of each form, alternating, after one untimed call of each (its compile):
   taken off, ``attacks._compared_keys``);
 - ``floats``: the comparisons alone (the keys before 2026-11-29, which took -0.0
   for 0.0; other keys where an output is -0.0);
-- ``bit order``: the comparisons of ``attacks.bit_order``'s integers (each pattern
+- ``bit order``: the comparisons of ``mcdp._bits.bit_order``'s integers (each pattern
   its own, in the floats' order);
 - ``raw bits``: the comparisons of the bit patterns as they are.
 
@@ -41,6 +41,7 @@ import numpy as np  # noqa: E402
 from _common import environment, environment_line, parse_count, write_json  # noqa: E402
 
 from mcdp import attacks  # noqa: E402
+from mcdp._bits import bit_order  # noqa: E402
 
 SHAPES = ((10, 4), (1, 2), (4, 80))  # (coordinates, values of each)
 
@@ -74,7 +75,7 @@ def forms(compared: bool) -> dict:
         "floats": on(lambda a: a),
     }
     if compared:
-        found["bit order"] = on(lambda a: attacks.bit_order(jnp, a))
+        found["bit order"] = on(lambda a: bit_order(jnp, a))
         found["raw bits"] = on(_raw)
     return {name: jax.jit(f) for name, f in found.items()}
 
