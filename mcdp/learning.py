@@ -314,8 +314,9 @@ def bit_feature_parts(y: Array, basis: Basis | None = None) -> tuple[Array, ...]
     bits as 0/1, and whether it is -0.0: what a float sampler's rounding leaves in
     the outputs (Mironov 2012), and a zero's sign (``np.round`` of a negative
     value), where the moments see nothing (-0.0 == 0.0). The last block is 0 on
-    outputs without -0.0, and the default's records of the suite did not move
-    with it (``benchmarks/RESULTS.md``, "Discrete outputs keyed by their bits")."""
+    outputs without -0.0; of the default's records of the suite, only
+    ``snapping``'s choice at 10^7 moved with it, to the same bound
+    (``benchmarks/RESULTS.md``, "Discrete outputs keyed by their bits")."""
     y = jnp.reshape(y, (y.shape[0], -1))
     _, precision, mantissa = float_bits(y)
     nmant = jnp.finfo(y.dtype).nmant
