@@ -1142,7 +1142,10 @@ def _shared_keys(candidates: Sequence[_Candidate]) -> tuple | None:
     if values.shape[0] < 2:
         return None
     same = all(
-        all(np.array_equal(a, b) for a, b in zip(t, first, strict=True))
+        all(
+            np.array_equal(bit_order(np, np.asarray(a)), bit_order(np, np.asarray(b)))
+            for a, b in zip(t, first, strict=True)
+        )  # by bits: values of -0.0 and 0.0 key apart
         for t in tables[1:]
     )
     return first if same else None

@@ -758,6 +758,24 @@ def test_the_compiled_keys_are_those_of_the_outputs_bits():
             }  # fmt: skip
 
 
+def test_candidates_whose_keys_differ_in_a_zero_s_sign_do_not_share_them():
+    """The selection draws key the outputs once only for tables that are the same
+    bit for bit: two tables whose values differ only in a zero's sign key -0.0
+    apart, so they are not the same (as floats they would be)."""
+    lengths, strides = np.array([2, 2], np.int32), np.array([1, 3], np.int32)
+    first = np.array([[-0.0, 1.0], [0.0, 1.0]])
+    second = np.array([[0.0, 1.0], [0.0, 1.0]])
+
+    def candidate(values):
+        return attacks._Candidate(
+            "c", None, None, None, keys=(values, lengths, strides)
+        )
+
+    same = [candidate(first), candidate(first.copy())]
+    assert attacks._shared_keys(same) is same[0].keys
+    assert attacks._shared_keys([candidate(first), candidate(second)]) is None
+
+
 def _keys_by_sorting(outputs):
     """output_keys' definition: each column's distinct bit patterns but NaN's
     (bit_order's) sorted whole, each output's key from its indices among them, the
