@@ -1090,14 +1090,16 @@ def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 SUM_PIECE = 1 << 16
 
 
+def _logits(scores: np.ndarray, prior: float) -> np.ndarray:
+    """The logit of each score: ``score + prior`` in float64."""
+    return scores.astype(np.float64, copy=False) + prior
+
+
 def _weights(
     scores: np.ndarray, prior: float, sign: int, start: int, stop: int
 ) -> np.ndarray:
-    """``expit(sign * logit)`` of positions ``start:stop``, the logit of a score
-    being ``score + prior`` in float64."""
-    return special.expit(
-        sign * (scores[start:stop].astype(np.float64, copy=False) + prior)
-    )
+    """``expit(sign * logit)`` of positions ``start:stop`` (:func:`_logits`)."""
+    return special.expit(sign * _logits(scores[start:stop], prior))
 
 
 def _weights_of_runs(
@@ -1178,7 +1180,7 @@ def loss_weighted_counts(
             if runs is None:
                 weights = partial(_weights, ordered, prior, sign)
             else:
-                logit = ordered[runs[0]].astype(np.float64, copy=False) + prior
+                logit = _logits(ordered[runs[0]], prior)
                 weights = partial(_weights_of_runs, *runs, special.expit(sign * logit))
             tail, total = _running_sums_at(weights, ordered.size, count - 1)
             totals[i] += total
