@@ -281,7 +281,17 @@ def test_a_sampler_in_two_parts_is_the_sample_and_counts_the_same(monkeypatch, d
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize(
-    "name", ["svt1", "svt34-parallel", "noisy-hist1", "numerical-svt", "prefix-sum"]
+    "name",
+    [
+        "svt1",
+        "svt34-parallel",
+        "noisy-hist1",
+        "numerical-svt",
+        "prefix-sum",
+        "truncated-geometric",
+        "report-noisy-max1",
+        "report-noisy-max2",
+    ],
 )
 def test_the_noise_drawn_apart_gives_the_outputs_of_the_sample(key, name, dtype):
     """The engine's draws of a sampler in two parts, its noise in a cond of its own and

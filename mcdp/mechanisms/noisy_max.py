@@ -27,6 +27,7 @@ infinite unless both inputs have the same maximum with the same multiplicity.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -35,11 +36,12 @@ from scipy import optimize
 
 from mcdp._types import Array, PRNGKey
 from mcdp.core.domains import QUERY_ANSWERS
-from mcdp.core.mechanism import Mechanism
+from mcdp.core.mechanism import Mechanism, NoiseApart
 from mcdp.mechanisms._base import (
     drawn_flat,
     laplace_log_pdf,
     standard_laplace,
+    standard_laplace_noise,
     uniform_midpoint,
 )
 from mcdp.mechanisms._numerics import (
@@ -79,6 +81,29 @@ def standard_exponential(key: PRNGKey, shape: tuple[int, ...], dtype) -> Array:
 def _noisy(key: PRNGKey, x: Array, params: NoisyMaxParams, noise: str) -> Array:
     draw = standard_laplace if noise == "laplace" else standard_exponential
     return x + jnp.asarray(params.scale, x.dtype) * draw(key, x.shape, x.dtype)
+
+
+def _exponential_noise(key: PRNGKey, x: Array, params: NoisyMaxParams) -> Array:
+    """Exp(1) draws of ``x``'s shape and dtype: the noise of the exponential
+    variants in two parts (:class:`~mcdp.core.mechanism.NoiseApart`)."""
+    del params
+    return standard_exponential(key, x.shape, x.dtype)
+
+
+def _apart(noise: Callable, report: Callable) -> NoiseApart:
+    """A variant's sampler in two parts: its standard ``noise``, and ``report`` of
+    the answers plus the scaled noise (the product with the sum that reads it, as
+    in :func:`_noisy`). The index variants declare it: counting 10^7 draws per
+    input with the majority vote on a CPU took 0.81-0.86 s against 1.54 s
+    (``report-noisy-max1``) and 0.93 s against 1.21-1.25 s (``report-noisy-max2``).
+    The value variants do not: counted apart, float-support's counts of their
+    maxima (which read every bit) were not those of the sampler whole, and took
+    2.3-2.8x as long."""
+
+    def from_noise(x: Array, drawn: Array, params: NoisyMaxParams) -> Array:
+        return report(x + jnp.asarray(params.scale, x.dtype) * drawn)
+
+    return NoiseApart(noise, from_noise)
 
 
 def _index(noisy: Array) -> Array:
@@ -228,6 +253,7 @@ RNM1 = Mechanism(
     calibrate=_calibrate,
     domain=QUERY_ANSWERS,
     exact_epsilon=_exact(_argmax_range, "laplace"),
+    noise_apart=_apart(standard_laplace_noise, _index),
 )
 RNM2 = Mechanism(
     name="report-noisy-max2",
@@ -236,6 +262,7 @@ RNM2 = Mechanism(
     calibrate=_calibrate,
     domain=QUERY_ANSWERS,
     exact_epsilon=_exact(_argmax_range, "exponential"),
+    noise_apart=_apart(_exponential_noise, _index),
 )
 RNM3 = Mechanism(
     name="report-noisy-max3",
