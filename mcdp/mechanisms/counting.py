@@ -157,11 +157,10 @@ def _truncated_geometric_outputs(
     return jnp.clip(x + geometric[0] - geometric[1], jnp.zeros_like(upper), upper)
 
 
-# the sampler in two parts (Mechanism.noise_apart): on a CPU, in one program the
-# Threefry rounds of both exponentials ran in the loop that reads them as two
-# slices; with the exponentials written first, counting 2e7 draws per input with
-# the majority vote took 0.81 s against 2.83 s (benchmarks/RESULTS.md, "Three
-# samplers drawn apart")
+# the sampler in two parts (Mechanism.noise_apart): on a CPU, drawn in one program
+# it took four times as long per output as with the exponentials written first, in
+# a cond of their own; counting 2e7 draws per input with the majority vote took
+# 0.81 s so, against 2.83 s (benchmarks/RESULTS.md, "Three samplers drawn apart")
 TRUNCATED_GEOMETRIC_APART = NoiseApart(_exponentials, _truncated_geometric_outputs)
 
 

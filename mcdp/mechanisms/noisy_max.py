@@ -98,7 +98,7 @@ def _apart(noise: Callable, report: Callable) -> NoiseApart:
     (``report-noisy-max1``) and 0.93 s against 1.21-1.25 s (``report-noisy-max2``).
     The value variants do not: counted apart, float-support's counts of their
     maxima (which read every bit) were not those of the sampler whole, and took
-    2.3-2.8x as long."""
+    2.2-2.8x as long."""
 
     def from_noise(x: Array, drawn: Array, params: NoisyMaxParams) -> Array:
         return report(x + jnp.asarray(params.scale, x.dtype) * drawn)
