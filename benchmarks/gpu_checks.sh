@@ -48,7 +48,7 @@ step keys_zeros 60 python3 benchmarks/bench_keys.py --rows "$(n 4194304)" \
 step selection_keys 120 python3 benchmarks/bench_selection_keys.py \
   --draws "$(n 1e8)" --repeats 4 --json "$out/selection_keys.json"
 python3 - "$out" <<'PY'
-import json, os, sys
+import json, sys
 out = sys.argv[1]
 here = "benchmarks/results"
 def rows(path):
