@@ -120,6 +120,8 @@ def main() -> int:
     parser.add_argument("--signed-zeros", action="store_true")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}.")
     jax.config.update("jax_enable_x64", True)
     env = environment()
     print(environment_line(env))

@@ -1174,13 +1174,13 @@ def loss_weighted_counts(
         # once per run of equal losses and repeated, the same numbers (equal
         # losses have equal logits)
         runs = _runs(ordered)
+        logit = None if runs is None else _logits(ordered[runs[0]], prior)
         # the second input's weight as expit(-logit), not 1 - w, which rounds to
         # 0 early
         for i, sign in enumerate((1, -1)):
             if runs is None:
                 weights = partial(_weights, ordered, prior, sign)
             else:
-                logit = _logits(ordered[runs[0]], prior)
                 weights = partial(_weights_of_runs, *runs, special.expit(sign * logit))
             tail, total = _running_sums_at(weights, ordered.size, count - 1)
             totals[i] += total
