@@ -18,10 +18,12 @@ profile and selection table).
     python benchmarks/bench_loss_memo.py --cases svt1,svt4,svt6 --draws 1e6,1e7 \
         --json benchmarks/results/loss_memo.json
 
-``--table`` compares instead ``numerical-svt``'s exact loss integrated per output
-(``mcdp.mechanisms.numerical_svt.TABLE_QUERIES = 0``, before 2026-11-28) against its
-pattern terms read from the table of every pattern (the default), JAX's caches
-cleared before each form (the setting is read where the loss is traced):
+``--table`` compares instead the Sparse Vector losses integrated per output
+(``mcdp.mechanisms._svt_density.TABLE_QUERIES = 0``: ``numerical-svt``'s before
+2026-11-28; ``svt3``'s, ``svt34-parallel``'s and the patterns of ``svt1``, ``svt4``
+and ``svt6`` before 2026-11-29) against their terms read from the tables of every
+pattern (the default), JAX's caches cleared before each form (the setting is read
+where the loss is traced):
 
     python benchmarks/bench_loss_memo.py --table --cases numerical-svt --draws 1e7 \
         --json benchmarks/results/loss_table.json
@@ -53,14 +55,14 @@ from _common import parse_ints, print_table  # noqa: E402
 from bench_selection import compared_row, in_both_forms, in_forms  # noqa: E402
 
 from mcdp import attacks  # noqa: E402
-from mcdp.mechanisms import numerical_svt  # noqa: E402
+from mcdp.mechanisms import _svt_density  # noqa: E402
 
 FORMS = {"computed": False, "memoised": True}
 SCORE_FORMS = {"scored": {"SCORE_MEMO": False}, "looked up": {"SCORE_MEMO": True}}
 KEY_FORMS = {"each its own": {"SHARED_KEYS": False}, "shared": {"SHARED_KEYS": True}}
 TABLE_FORMS = {
     "integrated": {"TABLE_QUERIES": 0},
-    "tabled": {"TABLE_QUERIES": numerical_svt.TABLE_QUERIES},
+    "tabled": {"TABLE_QUERIES": _svt_density.TABLE_QUERIES},
 }
 
 
@@ -75,7 +77,7 @@ def bench_case(
         runs = in_forms(forms, name, "auto", draws, seed, module=attacks)
     elif table:
         runs = in_forms(
-            TABLE_FORMS, name, attack, draws, seed, module=numerical_svt, clear=True
+            TABLE_FORMS, name, attack, draws, seed, module=_svt_density, clear=True
         )
     else:
         runs = in_both_forms(
@@ -113,7 +115,7 @@ def main() -> int:
     p.add_argument("--alone", action="store_true", help="the exact loss alone")
     p.add_argument(
         "--table", action="store_true",
-        help="numerical-svt's pattern table against its loss integrated per output",
+        help="the Sparse Vector losses read from tables against integrated per row",
     )  # fmt: skip
     p.add_argument(
         "--scores", action="store_true",

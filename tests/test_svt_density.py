@@ -71,10 +71,27 @@ def test_pattern_log_probs_match_the_host_integrals(params):
                 )
 
 
+# F in the tests of G_F: the queries before the first above (svt3's cutoff 1), and
+# two others (a larger cutoff)
+BELOW_SETS = [np.arange(10) < first for first in (0, 1, 4, 9)] + [
+    np.array([1, 0, 1, 1, 0, 0, 1, 0, 0, 1], bool),
+    np.array([0, 1, 1, 1, 1, 1, 1, 1, 1, 1], bool),
+]
+
+
+@pytest.mark.parametrize("tabled", [True, False], ids=["tabled", "integrated"])
 @pytest.mark.parametrize(
     "which", [0, pytest.param(2, marks=pytest.mark.slow)], ids=["peers", "spread"]
 )
-def test_capped_log_probs_match_the_host_cumulative_integral(which):
+def test_capped_log_probs_match_the_host_cumulative_integral(
+    monkeypatch, which, tabled
+):
+    """Both forms of :math:`G_F` (its pieces tabled for every F up to
+    ``TABLE_QUERIES`` queries, else integrated per row) against the host's
+    cumulative integral, at caps in the left tail, between the kinks and past
+    them."""
+    if not tabled:
+        monkeypatch.setattr(density, "TABLE_QUERIES", 0)
     params = _params("svt3")
     threshold = float(params.threshold)
     caps = np.array([-400.0, -150.0, -30.0, -0.5, 0.0, 0.3, 3.7, 20.0, 80.0, np.inf])
@@ -91,8 +108,7 @@ def test_capped_log_probs_match_the_host_cumulative_integral(which):
             quad = density.Quadrature(tx[0], tx[1], params, jnp.float64)
             for x in tx:
                 integrand = svt_exact._Integrand(x, grid, params)
-                for first in (0, 1, 4, 9):  # F: the queries before the first above
-                    below = np.arange(10) < first
+                for below in BELOW_SETS:
                     g = svt_exact._CumulativeG(integrand, below)
                     # u -> -inf: the closed form's C e^{lambda u} / lambda
                     finite = caps[np.isfinite(caps) & (caps >= grid[0])]
@@ -185,8 +201,34 @@ def test_losses_stay_within_the_exact_loss_on_more_pairs(name, dtype, pair):
     _check_loss(name, dtype, pair, 1, n=1 << 17)
 
 
+# the cases whose loss reads each output's pattern from the table of every pattern:
+# params by cutoff, and the value of an aborted query
+PATTERN_TABLE_CASES = {
+    "numerical-svt": (
+        lambda cutoff: numerical_svt.numerical_svt_params(0.1, cutoff),
+        numerical_svt.ABORTED,
+    ),
+    "svt4": (lambda cutoff: sv.svt_params("svt4", 0.1, cutoff, 1.0), sv.ABORTED),
+}
+
+
+def _by_block(m, params):
+    """The loss on all the rows at once, and on blocks of 1,024 rows as the engine
+    scores the selection draws and counts it on a CPU."""
+
+    def losses(y, a, b):
+        blocks = y.reshape((-1, 1024) + y.shape[1:])
+        by_block = jax.lax.map(
+            lambda chunk: m.privacy_loss(chunk, a, b, params), blocks
+        )
+        return m.privacy_loss(y, a, b, params), by_block.reshape(-1)
+
+    return losses
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_numerical_svt_loss_reads_the_pattern_table_to_the_bit(monkeypatch, dtype):
+@pytest.mark.parametrize("name", list(PATTERN_TABLE_CASES))
+def test_pattern_losses_read_the_pattern_table_to_the_bit(monkeypatch, name, dtype):
     """Each output's pattern terms read from the table of every pattern are the
     ones integrated for that output, on every pattern that 2^14 outputs take
     (cutoff 2 and 4: aborted or not), for the peers' pair and a spread one: to the
@@ -194,49 +236,88 @@ def test_numerical_svt_loss_reads_the_pattern_table_to_the_bit(monkeypatch, dtyp
     counts this loss on a CPU; within rounding on all the rows at once, where XLA
     integrates in other programs (the integrals' rounding varies with the rows'
     number, not the table's)."""
-    m, name = MECHANISMS["numerical-svt"], "numerical-svt"
+    m, (params_of, aborted_value) = MECHANISMS[name], PATTERN_TABLE_CASES[name]
     key = jax.random.key(SEED)
     for cutoff, tx in [(2, make_pair("all-above-all-below", 10)), (4, _pairs(10)[2])]:
-        params = numerical_svt.numerical_svt_params(SUITE[name].epsilon, cutoff)
-
-        def losses(y, a, b, params=params):
-            blocks = y.reshape((-1, 1024) + y.shape[1:])
-            by_block = jax.lax.map(
-                lambda chunk: m.privacy_loss(chunk, a, b, params), blocks
-            )
-            return m.privacy_loss(y, a, b, params), by_block.reshape(-1)
-
+        params = params_of(cutoff)
+        losses = _by_block(m, params)
         with jax.enable_x64(dtype == "float64"):
             x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (1 << 14, 10))
             y = m.sample(key, x, params)
             a, b = (jnp.asarray(row, dtype) for row in tx)
             tabled = jax.jit(losses)(y, a, b)
-            monkeypatch.setattr(numerical_svt, "TABLE_QUERIES", 0)
+            monkeypatch.setattr(density, "TABLE_QUERIES", 0)
             # a function of its own, so that jit traces it again
-            direct = jax.jit(lambda *args: losses(*args))(y, a, b)
+            direct = jax.jit(lambda *args, f=losses: f(*args))(y, a, b)
             monkeypatch.undo()
-        aborted = np.any(np.asarray(y) == numerical_svt.ABORTED, axis=1)
+        aborted = np.any(np.asarray(y) == aborted_value, axis=1)
         assert 0 < aborted.sum() < aborted.size  # both kinds of pattern
         whole, by_block = (np.asarray(t, np.float64) for t in tabled)
         np.testing.assert_array_equal(by_block, np.asarray(direct[1], np.float64))
         # within 4 units in the last place of the largest pattern term
         with jax.enable_x64(dtype == "float64"):
             quad = density.Quadrature(tx[0], tx[1], params, jnp.dtype(dtype))
-            rows = [jnp.asarray(r) for r in numerical_svt._patterns(10)]
+            rows = [jnp.asarray(r) for r in density.patterns(10)]
             terms = [density.pattern_log_probs(*rows, v, quad) for v in (a, b)]
         largest = max(float(np.abs(np.asarray(t)).max()) for t in terms)
         ulps = 4 * np.finfo(dtype).eps * largest
         np.testing.assert_allclose(whole, np.asarray(direct[0]), rtol=0, atol=ulps)
 
 
+# G_F read from its tables against integrated per output: units in the last place of
+# the largest ln G_F (the most measured: 9 in float64, 2 in float32)
+CAPPED_ULPS = 32
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", ["svt3", "svt34-parallel"])
+def test_svt3_losses_read_the_capped_tables_within_rounding(monkeypatch, name, dtype):
+    r"""``svt3``'s loss with :math:`G_F` read from its tables (the whole pieces
+    cumulated for every F, the cut piece's factors from the exponentials of its
+    start) is the loss integrated per output, rearranged: on 2^14 outputs of the
+    peers' pair and of a spread one, on the engine's blocks of 1,024 rows, the two
+    are finite at the same outputs and within :data:`CAPPED_ULPS` units in the last
+    place of the largest :math:`\ln G_F` of the outputs."""
+    m, params = MECHANISMS[name], _params(name)
+    svt3 = params.svt3 if name == "svt34-parallel" else params
+    key = jax.random.key(SEED)
+    for tx in (make_pair("half-half", 10), _pairs(10)[2]):
+        losses = _by_block(m, params)
+        with jax.enable_x64(dtype == "float64"):
+            x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (1 << 14, 10))
+            y = m.sample(key, x, params)
+            a, b = (jnp.asarray(row, dtype) for row in tx)
+            tabled = np.asarray(jax.jit(losses)(y, a, b)[1], np.float64)
+            monkeypatch.setattr(density, "TABLE_QUERIES", 0)
+            direct = jax.jit(lambda *args, f=losses: f(*args))(y, a, b)
+            direct = np.asarray(direct[1], np.float64)
+            y3 = y[:, :10]
+            below = y3 == sv.SVT3_FALSE
+            above = ~below & (y3 != sv.SVT3_ABORTED)
+            quad = density.Quadrature(a, b, svt3, jnp.dtype(dtype))
+            cap = jnp.min(jnp.where(above, y3, jnp.inf), axis=-1) - quad.threshold
+            terms = np.concatenate(
+                [
+                    np.asarray(density.capped_log_probs(below, cap, v, quad))
+                    for v in (a, b)
+                ]
+            )
+            monkeypatch.undo()
+        finite = np.isfinite(direct)
+        np.testing.assert_array_equal(np.isfinite(tabled), finite)
+        largest = float(np.abs(terms[np.isfinite(terms)]).max())
+        ulps = np.abs(tabled - direct)[finite].max() / (np.finfo(dtype).eps * largest)
+        assert ulps <= CAPPED_ULPS
+
+
 def test_numerical_svt_pattern_table_keys_every_pattern():
     """The table's rows are the patterns of their keys: every output pattern of
     cutoff 1-3 on 6 queries (:func:`mcdp.mechanisms._svt_exact.outputs`) is the row
     that its key names."""
-    above, below = numerical_svt._patterns(6)
+    above, below = density.patterns(6)
     for cutoff in (1, 2, 3):
         rows = svt_exact.outputs(6, cutoff)
-        keys = np.asarray(numerical_svt._pattern_keys(rows == 1, rows == -1))
+        keys = np.asarray(density.pattern_keys(rows == 1, rows == -1))
         np.testing.assert_array_equal(above[keys], rows == 1)
         np.testing.assert_array_equal(below[keys], rows == 0)
 

@@ -36,7 +36,6 @@ attack).
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -138,47 +137,13 @@ def numerical_svt_exact_epsilon(params: NumericalSvtParams, tx: np.ndarray):
     return epsilon_of(lo, hi)
 
 
-# Up to this many queries the loss reads each output's pattern terms from a table
-# of every pattern (2^(d + 1) rows, :func:`_patterns`). The table does not depend on
-# the outputs, so XLA computes it once per program, outside the engine's loop over
-# blocks. Past this many queries it would outgrow what it saves (at 12: 8,192 rows
-# of about 280 nodes), and the loss integrates per output instead. The same
-# numbers on the engine's blocks (tests/test_svt_density.py); the
-# default audit's selection draws at 1e7 took 2.4x less time, and the exact loss's
-# audit counted 2.7x as fast (benchmarks/bench_loss_memo.py --table).
-TABLE_QUERIES = 12
-
-
-@functools.cache
-def _patterns(d: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``(above, below)`` masks, shape ``(2^(d + 1), d)`` each, of every
-    pattern of ``d`` queries by its key (:func:`_pattern_keys`): row ``m`` has the
-    queries of ``m``'s bits above and the others below; row ``2^d + m`` the same up
-    to its last query above, and those past it aborted."""
-    m = np.arange(1 << d)
-    above = (m[:, None] >> np.arange(d)) & 1 == 1
-    last = np.max(above * np.arange(1, d + 1), axis=1) - 1  # -1: none above
-    aborted = np.arange(d) > last[:, None]
-    return np.concatenate([above, above]), np.concatenate([~above, ~above & ~aborted])
-
-
-def _pattern_keys(above: Array, aborted: Array) -> Array:
-    """Each output row's row of :func:`_patterns`: its queries above as bits, plus
-    ``2^d`` where it aborted. An output aborts only past its last answer above
-    (the c-th), so the key gives its whole pattern."""
-    d = above.shape[-1]
-    bits = jnp.left_shift(1, jnp.arange(d, dtype=jnp.int32))
-    return jnp.sum(jnp.where(above, bits, 0), axis=-1) + jnp.where(
-        jnp.any(aborted, axis=-1), 1 << d, 0
-    )
-
-
 def numerical_svt_privacy_loss(y: Array, tx: Array, tx_prime: Array, params):
     r""":math:`\ln p(y \mid x) - \ln p(y \mid x')` of outputs ``y``, shape ``(n,
     d)``: the pattern's log ratio (:func:`mcdp.mechanisms._svt_density.
     pattern_log_probs`) plus the released answers' Laplace log ratios. Up to
-    :data:`TABLE_QUERIES` queries, each output's pattern terms are read from those
-    of every pattern, by its :func:`_pattern_keys`."""
+    :data:`~mcdp.mechanisms._svt_density.TABLE_QUERIES` queries, each output's
+    pattern terms are read from those of every pattern
+    (:func:`~mcdp.mechanisms._svt_density.tabled_pattern_log_probs`)."""
     dtype = y.dtype
     below = y == BELOW
     aborted = y == ABORTED
@@ -188,14 +153,10 @@ def numerical_svt_privacy_loss(y: Array, tx: Array, tx_prime: Array, params):
         y, above, jnp.asarray(tx, dtype), jnp.asarray(tx_prime, dtype),
         jnp.asarray(params.answer_scale, dtype),
     )  # fmt: skip
-    if y.shape[-1] <= TABLE_QUERIES:
-        key = _pattern_keys(above, aborted)
-        rows = tuple(jnp.asarray(m) for m in _patterns(y.shape[-1]))
-        first = _svt_density.pattern_log_probs(*rows, tx, quad)[key]
-        second = _svt_density.pattern_log_probs(*rows, tx_prime, quad)[key]
-    else:
-        first = _svt_density.pattern_log_probs(above, below, tx, quad)
-        second = _svt_density.pattern_log_probs(above, below, tx_prime, quad)
+    first, second = (
+        _svt_density.tabled_pattern_log_probs(above, below, aborted, v, quad)
+        for v in (tx, tx_prime)
+    )
     return answers + first - second
 
 

@@ -380,12 +380,16 @@ def svt_pattern_privacy_loss(
 ):
     r""":math:`\ln P[y \mid x] - \ln P[y \mid x']` of Alg. 1, 4 or 6 outputs ``y``
     (:data:`TRUE` / :data:`FALSE` / :data:`ABORTED`), shape ``(n, d)``: one
-    threshold draw, whatever the cutoff (an aborted query adds no factor)."""
+    threshold draw, whatever the cutoff (an aborted query adds no factor): each
+    output's read from those of every pattern
+    (:func:`~mcdp.mechanisms._svt_density.tabled_pattern_log_probs`)."""
     quad = _svt_density.Quadrature(tx, tx_prime, params, y.dtype)
-    above, below = y == TRUE, y == FALSE
-    return _svt_density.pattern_log_probs(
-        above, below, tx, quad
-    ) - _svt_density.pattern_log_probs(above, below, tx_prime, quad)
+    above, below, aborted = y == TRUE, y == FALSE, y == ABORTED
+    first, second = (
+        _svt_density.tabled_pattern_log_probs(above, below, aborted, v, quad)
+        for v in (tx, tx_prime)
+    )
+    return first - second
 
 
 def svt34_privacy_loss(y: Array, tx: Array, tx_prime: Array, params: Svt34Params):
