@@ -212,6 +212,19 @@ PATTERN_TABLE_CASES = {
 }
 
 
+def _spied_patterns(monkeypatch) -> list:
+    """The ``d`` of every call of :func:`density.patterns` from now on: a loss that
+    reads a table calls it where it is traced."""
+    calls, patterns = [], density.patterns
+
+    def spy(d):
+        calls.append(d)
+        return patterns(d)
+
+    monkeypatch.setattr(density, "patterns", spy)
+    return calls
+
+
 def _by_block(m, params):
     """The loss on all the rows at once, and on blocks of 1,024 rows as the engine
     scores the selection draws and counts it on a CPU."""
@@ -245,7 +258,9 @@ def test_pattern_losses_read_the_pattern_table_to_the_bit(monkeypatch, name, dty
             x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (1 << 14, 10))
             y = m.sample(key, x, params)
             a, b = (jnp.asarray(row, dtype) for row in tx)
+            calls = _spied_patterns(monkeypatch)
             tabled = jax.jit(losses)(y, a, b)
+            assert calls and set(calls) == {10}  # the table, not the integrals
             monkeypatch.setattr(density, "TABLE_QUERIES", 0)
             # a function of its own, so that jit traces it again
             direct = jax.jit(lambda *args, f=losses: f(*args))(y, a, b)
@@ -287,7 +302,9 @@ def test_svt3_losses_read_the_capped_tables_within_rounding(monkeypatch, name, d
             x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (1 << 14, 10))
             y = m.sample(key, x, params)
             a, b = (jnp.asarray(row, dtype) for row in tx)
+            calls = _spied_patterns(monkeypatch)
             tabled = np.asarray(jax.jit(losses)(y, a, b)[1], np.float64)
+            assert calls and set(calls) == {10}  # the tables, not the integrals
             monkeypatch.setattr(density, "TABLE_QUERIES", 0)
             direct = jax.jit(lambda *args, f=losses: f(*args))(y, a, b)
             direct = np.asarray(direct[1], np.float64)
@@ -310,7 +327,7 @@ def test_svt3_losses_read_the_capped_tables_within_rounding(monkeypatch, name, d
         assert ulps <= CAPPED_ULPS
 
 
-def test_numerical_svt_pattern_table_keys_every_pattern():
+def test_pattern_table_keys_every_pattern():
     """The table's rows are the patterns of their keys: every output pattern of
     cutoff 1-3 on 6 queries (:func:`mcdp.mechanisms._svt_exact.outputs`) is the row
     that its key names."""
