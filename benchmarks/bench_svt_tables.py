@@ -14,6 +14,15 @@ medians) and the largest difference between the two forms' losses.
     python benchmarks/bench_svt_tables.py --cases svt3,svt34-parallel \
         --json benchmarks/results/svt_tables_loss.json
 
+``--engine N`` also draws N outputs per input of ``svt3``'s peers' pair through the
+engine (``mcdp.sampling.draw``, as the portfolio draws its selection sample), once
+with a trivial transform (a sum: the draws' own time), once with the exact loss as
+the transform, and once with the loss given its tables of whole pieces in the
+transform's aux, computed before the draws (:func:`mcdp.mechanisms._svt_density.
+whole_pieces`), in turn, ``--repeats`` times each after an untimed call per form:
+what the loss costs inside the engine's program, and what of it the tables cost
+there.
+
 ``bench_loss_memo.py --table`` runs the whole audit in each form.
 """
 
@@ -30,11 +39,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import parse_count, print_table  # noqa: E402
+from _common import parse_count, print_table, write_json  # noqa: E402
 from bench_floor import pair_of, setup  # noqa: E402
 
 from mcdp.engines.base import BLOCK_DRAWS  # noqa: E402
 from mcdp.mechanisms import MECHANISMS, _svt_density  # noqa: E402
+from mcdp.mechanisms import sparse_vector as sv  # noqa: E402
+from mcdp.sampling import draw  # noqa: E402
 
 FORMS = {"integrated": 0, "tabled": _svt_density.TABLE_QUERIES}
 
@@ -95,6 +106,67 @@ def bench_case(name: str, outputs: int, repeats: int, seed: int) -> dict:
     }
 
 
+def _summed(y, aux):
+    """The engine's draws with a transform that costs next to nothing."""
+    del aux
+    return jnp.sum(y, axis=-1)
+
+
+def _svt3_loss(y, aux):
+    """``svt3``'s exact loss (``aux``: the transformed pair and the params)."""
+    tx, params = aux
+    return sv.svt3_privacy_loss(y, tx[0], tx[1], params)
+
+
+def _svt3_loss_given_tables(y, aux):
+    """``svt3``'s exact loss with its tables of whole pieces given in ``aux``."""
+    tx, params, pieces = aux
+    dtype = y.dtype
+    below = y == sv.SVT3_FALSE
+    above = ~below & (y != sv.SVT3_ABORTED)
+    quad = _svt_density.Quadrature(tx[0], tx[1], params, dtype)
+    cap = jnp.min(jnp.where(above, y, jnp.inf), axis=-1) - quad.threshold
+    answers = _svt_density.laplace_answers_log_ratio(
+        y, above, tx[0], tx[1], quad.query_scale
+    )
+    first, second = (
+        _svt_density.capped_log_probs(below, cap, tx[i], quad, pieces[i])
+        for i in (0, 1)
+    )
+    return answers + first - second
+
+
+def bench_engine(draws: int, repeats: int, seed: int) -> dict:
+    """``svt3``'s loss as the engine's transform of ``draws`` outputs per input."""
+    name = "svt3"
+    mechanism = MECHANISMS[name]
+    pair, params = setup(name)
+    with jax.enable_x64(True):
+        tx = jnp.asarray(mechanism.transformed(pair, params))
+        quad = _svt_density.Quadrature(tx[0], tx[1], params, jnp.float64)
+        pieces = tuple(
+            _svt_density.whole_pieces(tx[i], quad, tx.shape[1]) for i in (0, 1)
+        )
+    forms = {
+        "draws": (_summed, None),
+        "loss": (_svt3_loss, (tx, params)),
+        "loss, tables given": (_svt3_loss_given_tables, (tx, params, pieces)),
+    }
+    seconds = {form: [] for form in forms}
+    for rep in range(repeats + 1):
+        for form, (transform, aux) in forms.items():
+            start = time.perf_counter()
+            jax.block_until_ready(
+                draw(
+                    jax.random.key(seed + rep), mechanism, pair, params, draws,
+                    transform=transform, aux=aux,
+                )
+            )  # fmt: skip
+            if rep:  # the first of each form compiles
+                seconds[form].append(time.perf_counter() - start)
+    return {"case": name, "pair": pair_of(name), "draws": draws, "seconds": seconds}
+
+
 def _line(row: dict) -> str:
     integrated, tabled = (
         ", ".join(f"{s:.3f}" for s in row["seconds"][form]) for form in FORMS
@@ -112,6 +184,7 @@ def main() -> int:
     p.add_argument("--outputs", type=parse_count, default=1 << 20)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--engine", type=parse_count, default=None, metavar="N")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     if args.repeats < 1:
@@ -127,6 +200,14 @@ def main() -> int:
         for name in args.cases.split(",")
     )
     print_table(header, rows, _line, args.json)
+    if args.engine:
+        row = bench_engine(args.engine, args.repeats, args.seed)
+        print(f"\nsvt3 through the engine, {args.engine} draws per input (s):")
+        for form, times in row["seconds"].items():
+            print(f"  {form}: " + ", ".join(f"{t:.2f}" for t in times))
+        if args.json:
+            path = Path(args.json)
+            write_json(path.with_name(path.stem + "_engine.json"), row)
     return 0
 
 

@@ -113,16 +113,21 @@ def test_capped_log_probs_match_the_host_cumulative_integral(
                     # u -> -inf: the closed form's C e^{lambda u} / lambda
                     finite = caps[np.isfinite(caps) & (caps >= grid[0])]
                     host = [g.at(u) for u in finite] + [float(g.values[-1])]
-                    got = density.capped_log_probs(
-                        jnp.asarray(np.tile(below, (finite.size + 1, 1))),
-                        jnp.asarray(np.append(finite, np.inf)),
-                        x,
-                        quad,
-                    )
+                    rows = jnp.asarray(np.tile(below, (finite.size + 1, 1)))
+                    caps_given = jnp.asarray(np.append(finite, np.inf))
+                    got = density.capped_log_probs(rows, caps_given, x, quad)
                     # far in the left tail (log G ~ -28) the error grows with it
                     np.testing.assert_allclose(
                         np.asarray(got), host, rtol=1e-5, atol=QUADRATURE_TOL
                     )
+                    if tabled:  # its table of whole pieces given: the same bits
+                        pieces = density.whole_pieces(jnp.asarray(x), quad, 10)
+                        given = density.capped_log_probs(
+                            rows, caps_given, x, quad, pieces
+                        )
+                        np.testing.assert_array_equal(
+                            np.asarray(given), np.asarray(got)
+                        )
 
 
 def _svt3_log_density(y: np.ndarray, x: np.ndarray, params) -> float:

@@ -196,12 +196,15 @@ def tabled_pattern_log_probs(
     return pattern_log_probs(*rows, x, quad)[pattern_keys(above, aborted)]
 
 
-def capped_log_probs(below: Array, u: Array, x: Array, quad: Quadrature) -> Array:
+def capped_log_probs(
+    below: Array, u: Array, x: Array, quad: Quadrature, pieces: Array | None = None
+) -> Array:
     r""":math:`\ln G_F(u)` per row: :math:`\int_{-\infty}^{u} f_\rho(r) \prod_{i
     \in F} B_i(r)\,dr` with F the row's ``below`` mask (shape ``(n, d)``) and ``u``
     its cap (shape ``(n,)``; ``inf``: the whole line). Up to :data:`TABLE_QUERIES`
-    queries the whole pieces come from a table of every F, and the cut piece's
-    factors from the piece's start (see the module's notes)."""
+    queries the whole pieces come from a table of every F (``pieces``, the
+    :func:`whole_pieces` of ``x``, where given, else computed here), and the cut
+    piece's factors from the piece's start (see the module's notes)."""
     dtype = quad.dtype
     x = jnp.asarray(x, dtype)
     breaks = quad.breaks
@@ -228,7 +231,9 @@ def capped_log_probs(below: Array, u: Array, x: Array, quad: Quadrature) -> Arra
         half * jnp.asarray(_GL_W, dtype)[None, :]
     )
     if below.shape[-1] <= TABLE_QUERIES:
-        whole = _whole_pieces(x, quad, below.shape[-1])[_below_keys(below), piece]
+        if pieces is None:
+            pieces = whole_pieces(x, quad, below.shape[-1])
+        whole = pieces[_below_keys(below), piece]
         cut = log_weights + _cut_piece(below, piece, nodes, x, quad)
         terms = jnp.concatenate([tail[:, None], whole[:, None], cut], axis=-1)
         return jax.nn.logsumexp(terms, axis=-1)
@@ -247,12 +252,12 @@ def capped_log_probs(below: Array, u: Array, x: Array, quad: Quadrature) -> Arra
 
 
 def _below_keys(below: Array) -> Array:
-    """Each row's F as the bits of an index into :func:`_whole_pieces`."""
+    """Each row's F as the bits of an index into :func:`whole_pieces`."""
     bits = jnp.left_shift(1, jnp.arange(below.shape[-1], dtype=jnp.int32))
     return jnp.sum(jnp.where(below, bits, 0), axis=-1)
 
 
-def _whole_pieces(x: Array, quad: Quadrature, d: int) -> Array:
+def whole_pieces(x: Array, quad: Quadrature, d: int) -> Array:
     r"""For every F (row ``m``: the queries of ``m``'s bits) and every piece ``k``,
     the integral of :math:`f_\rho \prod_{i \in F} B_i` over the pieces right of the
     least kink and left of piece ``k``, in log space: shape ``(2^d, pieces + 1)``,
