@@ -244,6 +244,25 @@ def _by_block(m, params):
     return losses
 
 
+def _in_both_forms(monkeypatch, m, params, tx, dtype):
+    """2^14 outputs of ``tx[0]``, the pair in ``dtype``, and the :func:`_by_block`
+    losses read from the tables (checked to read them), then integrated per output
+    (``TABLE_QUERIES`` 0)."""
+    losses = _by_block(m, params)
+    with jax.enable_x64(dtype == "float64"):
+        x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (1 << 14, 10))
+        y = m.sample(jax.random.key(SEED), x, params)
+        a, b = (jnp.asarray(row, dtype) for row in tx)
+        calls = _spied_patterns(monkeypatch)
+        tabled = jax.jit(losses)(y, a, b)
+        assert calls and set(calls) == {10}  # the tables, not the integrals
+        monkeypatch.setattr(density, "TABLE_QUERIES", 0)
+        # a function of its own, so that jit traces it again
+        direct = jax.jit(lambda *args: losses(*args))(y, a, b)
+        monkeypatch.undo()
+    return y, a, b, tabled, direct
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", list(PATTERN_TABLE_CASES))
 def test_pattern_losses_read_the_pattern_table_to_the_bit(monkeypatch, name, dtype):
@@ -255,21 +274,9 @@ def test_pattern_losses_read_the_pattern_table_to_the_bit(monkeypatch, name, dty
     integrates in other programs (the integrals' rounding varies with the rows'
     number, not the table's)."""
     m, (params_of, aborted_value) = MECHANISMS[name], PATTERN_TABLE_CASES[name]
-    key = jax.random.key(SEED)
     for cutoff, tx in [(2, make_pair("all-above-all-below", 10)), (4, _pairs(10)[2])]:
         params = params_of(cutoff)
-        losses = _by_block(m, params)
-        with jax.enable_x64(dtype == "float64"):
-            x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (1 << 14, 10))
-            y = m.sample(key, x, params)
-            a, b = (jnp.asarray(row, dtype) for row in tx)
-            calls = _spied_patterns(monkeypatch)
-            tabled = jax.jit(losses)(y, a, b)
-            assert calls and set(calls) == {10}  # the table, not the integrals
-            monkeypatch.setattr(density, "TABLE_QUERIES", 0)
-            # a function of its own, so that jit traces it again
-            direct = jax.jit(lambda *args, f=losses: f(*args))(y, a, b)
-            monkeypatch.undo()
+        y, a, b, tabled, direct = _in_both_forms(monkeypatch, m, params, tx, dtype)
         aborted = np.any(np.asarray(y) == aborted_value, axis=1)
         assert 0 < aborted.sum() < aborted.size  # both kinds of pattern
         whole, by_block = (np.asarray(t, np.float64) for t in tabled)
@@ -300,19 +307,11 @@ def test_svt3_losses_read_the_capped_tables_within_rounding(monkeypatch, name, d
     place of the largest :math:`\ln G_F` of the outputs."""
     m, params = MECHANISMS[name], _params(name)
     svt3 = params.svt3 if name == "svt34-parallel" else params
-    key = jax.random.key(SEED)
     for tx in (make_pair("half-half", 10), _pairs(10)[2]):
-        losses = _by_block(m, params)
+        y, a, b, tabled, direct = _in_both_forms(monkeypatch, m, params, tx, dtype)
+        tabled, direct = (np.asarray(t[1], np.float64) for t in (tabled, direct))
         with jax.enable_x64(dtype == "float64"):
-            x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (1 << 14, 10))
-            y = m.sample(key, x, params)
-            a, b = (jnp.asarray(row, dtype) for row in tx)
-            calls = _spied_patterns(monkeypatch)
-            tabled = np.asarray(jax.jit(losses)(y, a, b)[1], np.float64)
-            assert calls and set(calls) == {10}  # the tables, not the integrals
             monkeypatch.setattr(density, "TABLE_QUERIES", 0)
-            direct = jax.jit(lambda *args, f=losses: f(*args))(y, a, b)
-            direct = np.asarray(direct[1], np.float64)
             y3 = y[:, :10]
             below = y3 == sv.SVT3_FALSE
             above = ~below & (y3 != sv.SVT3_ABORTED)
