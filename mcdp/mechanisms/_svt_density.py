@@ -40,13 +40,16 @@ output reads its own: the probability of every pattern of above, below and abort
 queries (:func:`tabled_pattern_log_probs`, each row integrated as above, so an
 output reads the number that integrating it alone gives), and for :math:`G_F` the
 integral over every whole piece right of the kinks, cumulated piece by piece, for
-every F (:func:`capped_log_probs`). The tables do not depend on the outputs, so
-XLA computes them once per program, outside the engine's loop over blocks. What
-is left per output of :math:`G_F` is the piece that its cap cuts, where every
-:math:`\ln B_i` is linear in :math:`r` left of its kink and
-:math:`\ln(1 - \tfrac12 e^{-t_i/b})` right of it: with the exponentials of the
-piece's start tabled too, its nodes need one exponential each instead of one per
-query.
+every F (:func:`capped_log_probs`). The tables do not depend on the outputs: over
+outputs already drawn, XLA computes them once per program, outside a loop over
+blocks. Inside the engine's draws the table of whole pieces cost 3.0 s of
+``svt3``'s 7.7 s of loss on 2e7 outputs, as if made again for each block, where
+``capped_log_probs`` given it (``pieces``) did not
+(``benchmarks/bench_svt_tables.py --engine``). What is left per output of
+:math:`G_F` is the piece that its cap cuts, where every :math:`\ln B_i` is linear
+in :math:`r` left of its kink and :math:`\ln(1 - \tfrac12 e^{-t_i/b})` right of
+it: with the exponentials of the piece's start tabled too, its nodes need one
+exponential each instead of one per query.
 """
 
 from __future__ import annotations
@@ -203,8 +206,9 @@ def capped_log_probs(
     \in F} B_i(r)\,dr` with F the row's ``below`` mask (shape ``(n, d)``) and ``u``
     its cap (shape ``(n,)``; ``inf``: the whole line). Up to :data:`TABLE_QUERIES`
     queries the whole pieces come from a table of every F (``pieces``, the
-    :func:`whole_pieces` of ``x``, where given, else computed here), and the cut
-    piece's factors from the piece's start (see the module's notes)."""
+    :func:`whole_pieces` of ``x``, where given, else computed here; past that
+    ``pieces`` is not read), and the cut piece's factors from the piece's start
+    (see the module's notes)."""
     dtype = quad.dtype
     x = jnp.asarray(x, dtype)
     breaks = quad.breaks
