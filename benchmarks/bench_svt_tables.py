@@ -17,11 +17,11 @@ medians) and the largest difference between the two forms' losses.
 ``--engine N`` also draws N outputs per input of ``svt3``'s peers' pair through the
 engine (``mcdp.sampling.draw``, as the portfolio draws its selection sample), once
 with a trivial transform (a sum: the draws' own time), once with the exact loss as
-the transform, and once with the loss given its tables of whole pieces in the
-transform's aux, computed before the draws (:func:`mcdp.mechanisms._svt_density.
-whole_pieces`), in turn, ``--repeats`` times each after an untimed call per form:
-what the loss costs inside the engine's program, and what of it the tables cost
-there.
+the transform with the params alone (its tables of whole pieces made in the
+engine's program, as before 2026-11-29), and once with the params that the default
+attack gives it (``mcdp.attacks.loss_params``: the tables made before the draws),
+in turn, ``--repeats`` times each after an untimed call per form: what the loss
+costs inside the engine's program, and what of it the tables cost there.
 
 ``bench_loss_memo.py --table`` runs the whole audit in each form.
 """
@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 from _common import parse_count, print_table, write_json  # noqa: E402
 from bench_floor import pair_of, setup  # noqa: E402
 
+from mcdp.attacks import loss_params  # noqa: E402
 from mcdp.engines.base import BLOCK_DRAWS  # noqa: E402
 from mcdp.mechanisms import MECHANISMS, _svt_density  # noqa: E402
 from mcdp.mechanisms import sparse_vector as sv  # noqa: E402
@@ -113,27 +114,11 @@ def _summed(y, aux):
 
 
 def _svt3_loss(y, aux):
-    """``svt3``'s exact loss (``aux``: the transformed pair and the params)."""
+    """``svt3``'s exact loss (``aux``: the transformed pair and the params, or the
+    params with the pair's tables, :class:`mcdp.mechanisms.sparse_vector.
+    Svt3Tables`)."""
     tx, params = aux
     return sv.svt3_privacy_loss(y, tx[0], tx[1], params)
-
-
-def _svt3_loss_given_tables(y, aux):
-    """``svt3``'s exact loss with its tables of whole pieces given in ``aux``."""
-    tx, params, pieces = aux
-    dtype = y.dtype
-    below = y == sv.SVT3_FALSE
-    above = ~below & (y != sv.SVT3_ABORTED)
-    quad = _svt_density.Quadrature(tx[0], tx[1], params, dtype)
-    cap = jnp.min(jnp.where(above, y, jnp.inf), axis=-1) - quad.threshold
-    answers = _svt_density.laplace_answers_log_ratio(
-        y, above, tx[0], tx[1], quad.query_scale
-    )
-    first, second = (
-        _svt_density.capped_log_probs(below, cap, tx[i], quad, pieces[i])
-        for i in (0, 1)
-    )
-    return answers + first - second
 
 
 def bench_engine(draws: int, repeats: int, seed: int) -> dict:
@@ -141,16 +126,14 @@ def bench_engine(draws: int, repeats: int, seed: int) -> dict:
     name = "svt3"
     mechanism = MECHANISMS[name]
     pair, params = setup(name)
-    with jax.enable_x64(True):
-        tx = jnp.asarray(mechanism.transformed(pair, params))
-        quad = _svt_density.Quadrature(tx[0], tx[1], params, jnp.float64)
-        pieces = tuple(
-            _svt_density.whole_pieces(tx[i], quad, tx.shape[1]) for i in (0, 1)
-        )
+    tx = mechanism.transformed(pair, params)
     forms = {
         "draws": (_summed, None),
         "loss": (_svt3_loss, (tx, params)),
-        "loss, tables given": (_svt3_loss_given_tables, (tx, params, pieces)),
+        "loss, tables given": (
+            _svt3_loss,
+            (tx, loss_params(mechanism, tx, params, "float64")),
+        ),
     }
     seconds = {form: [] for form in forms}
     for rep in range(repeats + 1):

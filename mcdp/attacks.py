@@ -178,7 +178,17 @@ def _prepare_lr(context: AttackContext) -> tuple[Attack, Any]:
     cut = _below_atoms(thresholds, context.dtype)
     tx = context.transformed
     attack = attack._replace(events=_lr_events(cut))
-    return attack, (tx[0], tx[1], context.params, cut)
+    params = loss_params(context.mechanism, tx, context.params, context.dtype)
+    return attack, (tx[0], tx[1], params, cut)
+
+
+def loss_params(mechanism: Mechanism, tx: np.ndarray, params: Any, dtype: str) -> Any:
+    """The params that the exact loss of ``mechanism`` reads on the pair ``tx``:
+    with what it reads for every output made once, before the draws, where the
+    mechanism says what (``Mechanism.loss_tables``); else ``params``."""
+    if mechanism.loss_tables is None:
+        return params
+    return mechanism.loss_tables(tx[0], tx[1], params, dtype)
 
 
 @functools.cache
@@ -1280,7 +1290,7 @@ def _prepared_candidate(
         if mech.privacy_loss is None:
             return None
         tx = context.transformed  # a scorer: the exact loss
-        aux = (tx[0], tx[1], context.params)
+        aux = (tx[0], tx[1], loss_params(mech, tx, context.params, dtype))
         memo = None
         if LOSS_MEMO and mech.loss_by_block:
             memo = loss_memo(mech, aux, outputs, keyed(), dtype)

@@ -13,8 +13,9 @@ import pytest
 from scipy import integrate, stats
 
 import mcdp
-from mcdp import searching
+from mcdp import attacks, searching
 from mcdp.attacks import likelihood_ratio_attack
+from mcdp.engines.base import device_tree
 from mcdp.mechanisms import MECHANISMS, SUITE, numerical_svt
 from mcdp.mechanisms import _svt_density as density
 from mcdp.mechanisms import _svt_exact as svt_exact
@@ -400,3 +401,40 @@ def test_quadrature_losses_count_by_block_on_a_cpu():
     for name in DENSITY_CASES + PATTERN_CASES:
         assert likelihood_ratio_attack(MECHANISMS[name], 3).by_block
     assert not likelihood_ratio_attack(MECHANISMS["noisy-hist1"], 3).by_block
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", ["svt3", "svt34-parallel"])
+def test_svt3_losses_given_their_tables_are_the_same_to_the_bit(name, dtype):
+    """The params with the pair's tables of whole pieces made before the draws
+    (``Mechanism.loss_tables``, as the default attack's exact loss takes them)
+    give the loss that makes the tables where it is traced, to the last bit, on
+    2^14 outputs by the engine's blocks, the params passed as the engine passes
+    them; past ``TABLE_QUERIES`` queries the params come back as they were."""
+    m, params = MECHANISMS[name], _params(name)
+    tx = make_pair("half-half", 10)
+    given = attacks.loss_params(m, tx, params, dtype)
+    inner = given.svt3 if name == "svt34-parallel" else given
+    assert isinstance(inner, sv.Svt3Tables)
+
+    @jax.jit
+    def losses(y, a, b, p):
+        blocks = y.reshape((-1, 1024) + y.shape[1:])
+        return jax.lax.map(lambda c: m.privacy_loss(c, a, b, p), blocks).reshape(-1)
+
+    with jax.enable_x64(dtype == "float64"):
+        x = jnp.broadcast_to(jnp.asarray(tx[0], dtype), (1 << 14, 10))
+        y = m.sample(jax.random.key(SEED), x, params)
+        a, b = (jnp.asarray(row, dtype) for row in tx)
+        plain = losses(y, a, b, device_tree(params, dtype))
+        read = losses(y, a, b, device_tree(given, dtype))
+        # tables moved by 1 move the loss: the loss reads the ones it is given
+        moved = inner._replace(pieces=tuple(t + 1 for t in inner.pieces))
+        if name == "svt34-parallel":
+            moved = given._replace(svt3=moved)
+        off = losses(y, a, b, device_tree(moved, dtype))
+    np.testing.assert_array_equal(np.asarray(read), np.asarray(plain))
+    assert not np.allclose(np.asarray(off), np.asarray(plain))
+    wide = np.stack([np.zeros(13), np.ones(13)])
+    svt3 = params.svt3 if name == "svt34-parallel" else params
+    assert sv.svt3_loss_tables(wide[0], wide[1], svt3, dtype) is svt3

@@ -45,11 +45,13 @@ outputs already drawn, XLA computes them once per program, outside a loop over
 blocks. Inside the engine's draws the table of whole pieces cost 3.0 s of
 ``svt3``'s 7.7 s of loss on 2e7 outputs, as if made again for each block, where
 ``capped_log_probs`` given it (``pieces``) did not
-(``benchmarks/bench_svt_tables.py --engine``). What is left per output of
-:math:`G_F` is the piece that its cap cuts, where every :math:`\ln B_i` is linear
-in :math:`r` left of its kink and :math:`\ln(1 - \tfrac12 e^{-t_i/b})` right of
-it: with the exponentials of the piece's start tabled too, its nodes need one
-exponential each instead of one per query.
+(``benchmarks/bench_svt_tables.py --engine``): the default attack's exact loss is
+given its tables, made once per pair before the draws
+(``Mechanism.loss_tables``, :func:`mcdp.attacks.loss_params`). What is left per
+output of :math:`G_F` is the piece that its cap cuts, where every :math:`\ln B_i`
+is linear in :math:`r` left of its kink and :math:`\ln(1 - \tfrac12 e^{-t_i/b})`
+right of it: with the exponentials of the piece's start tabled too, its nodes need
+one exponential each instead of one per query.
 """
 
 from __future__ import annotations

@@ -43,10 +43,12 @@ integrand is a step.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from mcdp import _validate
 from mcdp._types import Array, PRNGKey
@@ -355,10 +357,49 @@ def svt34_sample(key: PRNGKey, x: Array, params: Svt34Params) -> Array:
     return SVT34_APART(key, x, params)
 
 
-def svt3_privacy_loss(y: Array, tx: Array, tx_prime: Array, params: SvtParams):
+class Svt3Tables(NamedTuple):
+    """``svt3``'s params with the tables of whole pieces of the pair's two inputs
+    (:func:`mcdp.mechanisms._svt_density.whole_pieces`), made by
+    :func:`svt3_loss_tables`."""
+
+    params: SvtParams
+    pieces: tuple[Array, Array]
+
+
+@functools.partial(jax.jit, static_argnames="d")
+def _svt3_pieces(tx, tx_prime, params, *, d):
+    quad = _svt_density.Quadrature(tx, tx_prime, params, tx.dtype)
+    return tuple(_svt_density.whole_pieces(v, quad, d) for v in (tx, tx_prime))
+
+
+def svt3_loss_tables(tx, tx_prime, params: SvtParams, dtype: str):
+    """``params`` with the pair's tables of whole pieces in ``dtype``
+    (:class:`Svt3Tables`), where ``svt3``'s loss reads such tables (up to
+    ``TABLE_QUERIES`` queries), else ``params``."""
+    d = np.shape(tx)[-1]
+    if d > _svt_density.TABLE_QUERIES:
+        return params
+    with jax.enable_x64(dtype == "float64"):
+        pair = (jnp.asarray(v, dtype) for v in (tx, tx_prime))
+        values = jax.tree.map(lambda v: jnp.asarray(v, dtype), params)
+        return Svt3Tables(params, _svt3_pieces(*pair, values, d=d))
+
+
+def svt34_loss_tables(tx, tx_prime, params: Svt34Params, dtype: str):
+    """``params`` with its ``svt3`` half's tables (:func:`svt3_loss_tables`)."""
+    return params._replace(svt3=svt3_loss_tables(tx, tx_prime, params.svt3, dtype))
+
+
+def svt3_privacy_loss(
+    y: Array, tx: Array, tx_prime: Array, params: SvtParams | Svt3Tables
+):
     r""":math:`\ln p(y \mid x) - \ln p(y \mid x')` of ``svt3`` outputs ``y``, shape
     ``(n, d)``: the released answers' Laplace densities and :math:`G_F` at the least
-    of them (:mod:`mcdp.mechanisms._svt_density`)."""
+    of them (:mod:`mcdp.mechanisms._svt_density`), its tables of whole pieces read
+    from ``params`` where they are there (:class:`Svt3Tables`)."""
+    pieces = (None, None)
+    if isinstance(params, Svt3Tables):
+        params, pieces = params
     dtype = y.dtype
     below = y == SVT3_FALSE
     above = ~below & (y != SVT3_ABORTED)
@@ -370,8 +411,8 @@ def svt3_privacy_loss(y: Array, tx: Array, tx_prime: Array, params: SvtParams):
     )  # fmt: skip
     return (
         answers
-        + _svt_density.capped_log_probs(below, cap, tx, quad)
-        - _svt_density.capped_log_probs(below, cap, tx_prime, quad)
+        + _svt_density.capped_log_probs(below, cap, tx, quad, pieces[0])
+        - _svt_density.capped_log_probs(below, cap, tx_prime, quad, pieces[1])
     )
 
 
@@ -434,7 +475,7 @@ SVT34_APART = NoiseApart(_svt34_noise, _svt34_outputs)
 
 
 def _mechanism(
-    name, sample, exact, flaw=None, loss=None, apart=None, cutoff=True
+    name, sample, exact, flaw=None, loss=None, apart=None, cutoff=True, tables=None
 ) -> Mechanism:
     return Mechanism(
         name=name,
@@ -455,6 +496,7 @@ def _mechanism(
         # fast one block after another, whatever the guess, where svt5 counted
         # 0.93x and svt6 1.03-1.16x (benchmarks/bench_guess.py)
         draws_by_block=cutoff,
+        loss_tables=tables,
     )
 
 
@@ -470,6 +512,7 @@ SVT3 = _mechanism(
     flaw="outputs the noisy answers above the threshold (Lyu et al.: infinite eps)",
     loss=svt3_privacy_loss,
     apart=SVT3_APART,
+    tables=svt3_loss_tables,
 )
 SVT4 = _mechanism(
     "svt4",
@@ -502,4 +545,5 @@ SVT34 = _mechanism(
     flaw="runs the broken svt3 and svt4, each at the full eps, on the same input",
     loss=svt34_privacy_loss,
     apart=SVT34_APART,
+    tables=svt34_loss_tables,
 )
