@@ -56,6 +56,7 @@ from mcdp._types import Array, PRNGKey
 from mcdp.core.attack import Attack, AttackContext
 from mcdp.core.mechanism import Mechanism
 from mcdp.core.releases import ReleaseCall
+from mcdp.engines.base import device_tree
 from mcdp.sampling import draw
 
 LR_GRID = 24  # evenly spaced thresholds on each side, besides the epsilons
@@ -184,11 +185,12 @@ def _prepare_lr(context: AttackContext) -> tuple[Attack, Any]:
 
 def loss_params(mechanism: Mechanism, tx: np.ndarray, params: Any, dtype: str) -> Any:
     """The params that the exact loss of ``mechanism`` reads on the pair ``tx``:
-    with what it reads for every output made once, before the draws, where the
-    mechanism says what (``Mechanism.loss_tables``); else ``params``."""
+    with what it reads for every output made once, before the draws, in ``dtype``,
+    where the mechanism says what (``Mechanism.loss_tables``); else ``params``."""
     if mechanism.loss_tables is None:
         return params
-    return mechanism.loss_tables(tx[0], tx[1], params, dtype)
+    with jax.enable_x64(dtype == "float64"):
+        return mechanism.loss_tables(*device_tree((tx[0], tx[1], params), dtype))
 
 
 @functools.cache

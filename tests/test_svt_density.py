@@ -437,4 +437,4 @@ def test_svt3_losses_given_their_tables_are_the_same_to_the_bit(name, dtype):
     assert not np.allclose(np.asarray(off), np.asarray(plain))
     wide = np.stack([np.zeros(13), np.ones(13)])
     svt3 = params.svt3 if name == "svt34-parallel" else params
-    assert sv.svt3_loss_tables(wide[0], wide[1], svt3, dtype) is svt3
+    assert sv.svt3_loss_tables(wide[0], wide[1], svt3) is svt3

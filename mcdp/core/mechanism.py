@@ -79,7 +79,7 @@ class _MechanismFields(NamedTuple):
     loss_by_block: bool = False
     noise_apart: NoiseApart | None = None
     draws_by_block: bool = False
-    loss_tables: Callable[[np.ndarray, np.ndarray, Any, str], Any] | None = None
+    loss_tables: Callable[[Array, Array, Any], Any] | None = None
 
     def sanity_check_params(self, epsilon: float, dim: int, **options) -> Any:
         """``calibrate_sanity_check(epsilon, dim, **options)``, or a one-line error
@@ -202,12 +202,14 @@ class Mechanism(_MechanismFields):
         with a cutoff (each output's answers above counted along its queries, by a
         running sum or Alg. 2's loop) did for every guess measured. The counts are
         the same either way.
-      loss_tables: ``loss_tables(tx, tx_prime, params, dtype) -> params'``: the
-        params with what ``privacy_loss`` reads for every output of the pair
-        computed once, in ``dtype`` (``svt3``'s tables of whole pieces), which
-        ``privacy_loss`` takes in their place. The default attack's exact loss
-        reads them so: computed in the engine's program, they cost as if made for
-        each block of draws. ``None``: ``privacy_loss`` takes the params alone.
+      loss_tables: ``loss_tables(tx, tx_prime, params) -> params'``: the params
+        with what ``privacy_loss`` reads for every output of the pair computed
+        once (``svt3``'s tables of whole pieces), which ``privacy_loss`` takes in
+        their place. The pair and the params come as the engine passes them:
+        JAX arrays of the run's dtype (integers int32). The default attack's
+        exact loss reads them so: computed in the engine's program, they cost as
+        if made for each block of draws. ``None``: ``privacy_loss`` takes the
+        params alone.
     """
 
     __slots__ = ()

@@ -372,22 +372,19 @@ def _svt3_pieces(tx, tx_prime, params, *, d):
     return tuple(_svt_density.whole_pieces(v, quad, d) for v in (tx, tx_prime))
 
 
-def svt3_loss_tables(tx, tx_prime, params: SvtParams, dtype: str):
-    """``params`` with the pair's tables of whole pieces in ``dtype``
+def svt3_loss_tables(tx: Array, tx_prime: Array, params: SvtParams):
+    """``params`` with the pair's tables of whole pieces, in the pair's dtype
     (:class:`Svt3Tables`), where ``svt3``'s loss reads such tables (up to
     ``TABLE_QUERIES`` queries), else ``params``."""
     d = np.shape(tx)[-1]
     if d > _svt_density.TABLE_QUERIES:
         return params
-    with jax.enable_x64(dtype == "float64"):
-        pair = (jnp.asarray(v, dtype) for v in (tx, tx_prime))
-        values = jax.tree.map(lambda v: jnp.asarray(v, dtype), params)
-        return Svt3Tables(params, _svt3_pieces(*pair, values, d=d))
+    return Svt3Tables(params, _svt3_pieces(tx, tx_prime, params, d=d))
 
 
-def svt34_loss_tables(tx, tx_prime, params: Svt34Params, dtype: str):
+def svt34_loss_tables(tx: Array, tx_prime: Array, params: Svt34Params):
     """``params`` with its ``svt3`` half's tables (:func:`svt3_loss_tables`)."""
-    return params._replace(svt3=svt3_loss_tables(tx, tx_prime, params.svt3, dtype))
+    return params._replace(svt3=svt3_loss_tables(tx, tx_prime, params.svt3))
 
 
 def svt3_privacy_loss(
