@@ -649,6 +649,66 @@ def _distinct_counts(
 
 SAMPLE_PIECE_ROWS = BATCH  # rows of the training sample gathered on the host at once
 
+# Whether fit's steps leave out the standardised features that are 0 on every row
+# they read (fit's docstring): the same scorer, up to the rounding of its sums; off,
+# every feature's weights are stepped, those at 0. RAPPOR's 20 bits of 0.0 and 1.0
+# have 40 features that vary, of the moments' 220 and the bit features' 420: on 2^20
+# training outputs per input its three scorers trained in 1.4, 4.1 and 1.5 s
+# against 3.5, 10.8 and 15.4 s; svt34-parallel's in 3.2, 7.8-9.3 and 4.1-4.3 s
+# against 3.7-4.2, 11.2-11.9 and 15.6-15.9 s, the suite's records the same at 10^6
+# and 10^7 (benchmarks/bench_zero_features.py; benchmarks/RESULTS.md, "Features
+# that are 0 on every training row left out").
+SKIP_ZERO_FEATURES = True
+
+
+def _part_widths(y: Array, basis: Basis, feature_set: str) -> list[int]:
+    """The features per row of each block of ``feature_set``, in order."""
+    shapes = jax.eval_shape(FEATURE_PARTS[feature_set], y[:1], basis)
+    return [math.prod(part.shape[1:]) for part in shapes]
+
+
+@partial(jax.jit, static_argnames="feature_set")
+def _nonzero_piece(y, basis, mean, scale, feature_set):
+    """Per standardised feature of ``feature_set``, whether it is not 0 on a row of
+    ``y``, block by block (the blocks side by side cost more than their arithmetic)."""
+    found, start = [], 0
+    for part in FEATURE_PARTS[feature_set](y, basis):
+        part = part.reshape(part.shape[0], -1)
+        end = start + part.shape[1]
+        z = _standardized(part, mean[start:end], scale[start:end])
+        found.append(jnp.any(z != 0, axis=0))
+        start = end
+    return jnp.concatenate(found)
+
+
+def _nonzero_features(y, basis, mean, scale, feature_set, rows) -> np.ndarray:
+    """The indices of the standardised features of ``feature_set`` that are not 0 on
+    every one of ``y``'s first ``rows`` rows, :data:`PIECE_ROWS` rows at a time."""
+    found = np.zeros(mean.shape[0], bool)
+    for start in range(0, rows, PIECE_ROWS):
+        piece = y[start : min(start + PIECE_ROWS, rows)]
+        found |= np.asarray(_nonzero_piece(piece, basis, mean, scale, feature_set))
+    return np.flatnonzero(found)
+
+
+def _by_part(kept: np.ndarray, widths: list[int]) -> tuple[tuple[int, ...], ...]:
+    """Flat feature indices ``kept`` (sorted) as each block's own (static)."""
+    bounds = np.cumsum([0, *widths])
+    return tuple(
+        tuple(int(i) for i in kept[(kept >= lo) & (kept < hi)] - lo)
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+    )
+
+
+def _kept_weights(weights: Any, kept: Array) -> Any:
+    """A head's ``weights`` of the features ``kept`` alone (its first layer's)."""
+    return (weights[0][kept], *weights[1:])
+
+
+def _with_kept_weights(full: Any, trained: Any, kept: Array) -> Any:
+    """``full`` weights with those of ``kept`` and the rest from ``trained``."""
+    return (full[0].at[kept].set(trained[0]), *trained[1:])
+
 
 def fit(
     key: PRNGKey,
@@ -670,6 +730,15 @@ def fit(
     the last minibatches' noise stays in the weights, and a hinge fitted on the
     few outputs past an outer knot swings the score's tail far enough to mix it
     into events at the other end.
+
+    A standardised feature that is 0 on every row the steps read (the indicator of
+    NaN where none is drawn, an atom's padding, the hinges of a coordinate without
+    continuous values, the bits that a discrete output's values share) has a
+    gradient of 0 at every step, and Adam leaves its weights where they started.
+    The steps train the other features' weights alone
+    (:data:`SKIP_ZERO_FEATURES`), and the scorer holds the left-out ones at their
+    initial values: the scorer trained on every feature, up to the rounding of its
+    sums.
 
     Args:
       key: for the MLP's initial weights (logistic regression starts at 0).
@@ -697,6 +766,7 @@ def fit(
     mean = jnp.mean(phi, axis=0)
     scale = jnp.std(phi, axis=0)
     scale = jnp.where(scale > 0, scale, 1.0)
+    full_mean, full_scale = mean, scale
     width, itemsize = phi.shape[-1], phi.dtype.itemsize
     del phi  # not held while the scorer trains: 400 coordinates' moments, 1.9 GB
     weights = _init(key, model, width, dtype)
@@ -710,6 +780,14 @@ def fit(
         return Scorer(mean, scale, trained, basis)
     blocks = y.shape[0] // batch
     rows = blocks * batch  # the rows that the steps use
+    full, kept, columns = weights, None, None
+    if SKIP_ZERO_FEATURES:
+        kept = _nonzero_features(y, basis, mean, scale, feature_set, rows)
+        if 0 < kept.size < width:
+            columns = _by_part(kept, _part_widths(y, basis, feature_set))
+            kept = jnp.asarray(kept, jnp.int32)
+            weights, mean, scale = _kept_weights(weights, kept), mean[kept], scale[kept]
+            width = int(kept.size)
     scalars = rows * width
     if not features_fit(scalars, itemsize):
         form = "every step"
@@ -721,22 +799,37 @@ def fit(
     if form == "given":
         y = _standardized_in_pieces(
             y, basis, mean, scale, feature_set, rows=rows,
-            batch=batch if by_batch else None,
+            batch=batch if by_batch else None, columns=columns,
         )  # fmt: skip
     with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count
         trained = _train(
             y, labels, mean, scale, weights, basis, rate, model=model, steps=steps,
             batch=batch, feature_set=feature_set, form=form, by_batch=by_batch,
+            columns=columns,
         )  # fmt: skip
-    return Scorer(mean, scale, trained, basis)
+    if columns is not None:
+        trained = _with_kept_weights(full, trained, kept)
+    return Scorer(full_mean, full_scale, trained, basis)
 
 
-def _standardized_features(y, basis, mean, scale, feature_set):
-    """The features of ``feature_set`` of ``y``'s rows, standardised."""
-    return _standardized(FEATURES[feature_set](y, basis), mean, scale)
+def _standardized_features(y, basis, mean, scale, feature_set, columns=None):
+    """The features of ``feature_set`` of ``y``'s rows, standardised; where
+    ``columns`` are given (:func:`_by_part`), only those, ``mean`` and ``scale``
+    then theirs."""
+    if columns is None:
+        return _standardized(FEATURES[feature_set](y, basis), mean, scale)
+    parts = FEATURE_PARTS[feature_set](y, basis)
+    chosen = [
+        part.reshape(part.shape[0], -1)[:, np.asarray(local, dtype=np.intp)]
+        for part, local in zip(parts, columns, strict=True)
+        if local
+    ]
+    return _standardized(jnp.concatenate(chosen, axis=-1), mean, scale)
 
 
-_standardized_piece = jax.jit(_standardized_features, static_argnames="feature_set")
+_standardized_piece = jax.jit(
+    _standardized_features, static_argnames=("feature_set", "columns")
+)
 
 
 @partial(jax.jit, donate_argnums=0)
@@ -753,6 +846,7 @@ def _standardized_in_pieces(
     *,
     rows: int | None = None,
     batch: int | None = None,
+    columns: tuple[tuple[int, ...], ...] | None = None,
 ) -> Array | tuple[Array, ...]:
     """The standardised features of ``y``'s first ``rows`` rows (by default all of
     them), each :data:`PIECE_ROWS` of them computed by one program and written in
@@ -769,17 +863,17 @@ def _standardized_in_pieces(
     changed them at rounding."""
     rows = y.shape[0] if rows is None else rows
     if batch is not None:
+        pieces = partial(_standardized_in_pieces, columns=columns)
         return tuple(
-            _standardized_in_pieces(
-                y[first : first + batch], basis, mean, scale, feature_set
-            )
+            pieces(y[first : first + batch], basis, mean, scale, feature_set)
             for first in range(0, rows, batch)
         )
     out = jnp.zeros((rows, mean.shape[0]), mean.dtype)
     for start in range(0, rows, PIECE_ROWS):
         part = _standardized_piece(
-            y[start : min(start + PIECE_ROWS, rows)], basis, mean, scale, feature_set
-        )
+            y[start : min(start + PIECE_ROWS, rows)], basis, mean, scale, feature_set,
+            columns,
+        )  # fmt: skip
         out = _put_rows(out, part, start)
     return out
 
@@ -911,11 +1005,13 @@ def _by_batch(blocks: int, platform: str | None = None) -> bool:
 
 @partial(
     jax.jit,
-    static_argnames=("model", "steps", "batch", "feature_set", "form", "by_batch"),
-)
+    static_argnames=(
+        "model", "steps", "batch", "feature_set", "form", "by_batch", "columns",
+    ),
+)  # fmt: skip
 def _train(
     y, labels, mean, scale, weights, basis, learning_rate, *, model, steps, batch,
-    feature_set, form, by_batch=False,
+    feature_set, form, by_batch=False, columns=None,
 ):  # fmt: skip
     """``steps`` Adam steps on the cross-entropy, full batch where ``batch`` is the
     sample's size, else on its consecutive blocks of ``batch`` rows in turn; one
@@ -933,13 +1029,17 @@ def _train(
     an array of their own (computed once, or given as a tuple of them), and a step
     reads its own by a switch over the minibatches, where it would slice it from
     the features of every row, a copy each step (:data:`BY_BATCH`). The same steps
-    on the same numbers."""
+    on the same numbers.
+
+    ``columns`` (each block's, :func:`_by_part`): the features that the steps
+    train, ``mean``, ``scale`` and the first layer's ``weights`` theirs alone; the
+    others are left out (:func:`fit`)."""
     head = HEADS[model]
     blocks = labels.shape[0] // batch  # a label per row of the sample, in every form
     labels = labels[: blocks * batch]
 
     def standardized(y):
-        return _standardized_features(y, basis, mean, scale, feature_set)
+        return _standardized_features(y, basis, mean, scale, feature_set, columns)
 
     # the steps slice their batches from the first blocks * batch rows; only the
     # features computed once are of those rows alone (a slice of the outputs would
