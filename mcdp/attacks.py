@@ -344,15 +344,16 @@ def _scored(
     thresholds: np.ndarray,
     label: str,
     selection: tuple[tuple[str, float], ...] = (),
-    memoised: bool = False,
+    memoised: Any = None,
 ) -> Attack:
     """The attack that counts how many of the sorted ``thresholds`` a scorer's
-    score reaches; its events named ``"{label} score >= t"``. ``memoised``: its
-    aux is ``((scorer, memo), thresholds)`` (:func:`_memoised_guess`), else
-    ``(scorer, thresholds)``."""
+    score reaches; its events named ``"{label} score >= t"``. ``memoised``: the
+    trained scorer's score (:func:`mcdp.learning.score_of`), its aux ``((scorer,
+    memo), thresholds)`` (:func:`_memoised_guess`); else the aux is ``(scorer,
+    thresholds)``."""
     guess = (
-        _memoised_guess(features, model)
-        if memoised
+        _memoised_guess(memoised)
+        if memoised is not None
         else _LEARNED_GUESSES[features][model]
     )
     return Attack(
@@ -1054,10 +1055,9 @@ def _memoised_score(score: Any) -> Any:
 
 
 @functools.cache
-def _memoised_guess(features: str, model: str) -> Any:
-    """The guess of a thresholded scorer looked up (:func:`_memoised_score`), ``aux
-    = ((scorer, memo), thresholds)``: the portfolio's scorers, as counted."""
-    score = learning.SCORES_BY_FEATURES[features][model]
+def _memoised_guess(score: Any) -> Any:
+    """The guess of a thresholded ``score`` looked up (:func:`_memoised_score`),
+    ``aux = ((scorer, memo), thresholds)``: the portfolio's scorers, as counted."""
     return functools.partial(_thresholded_guess, score=_memoised_score(score))
 
 
@@ -1326,7 +1326,7 @@ def _prepared_candidate(
             if knots is not None:  # learned-inputs: hinges of its own
                 sample = learning.training_sample(outputs[0], outputs[1], knots)
             scorer = learning.fit(key, model=model, feature_set=features, sample=sample)
-        score = learning.SCORES_BY_FEATURES[features][model]
+        score = learning.score_of(features, model, scorer)
         # looked up where the outputs are discrete (the shared sample's scorers)
         memo = None if rows is None else value_memo(score, scorer, rows, dtype)
         value = _memoised_score(score)
@@ -1514,9 +1514,10 @@ def _portfolio_choice(
             selection=table,
         )  # fmt: skip
         return attack, (winner.aux, thresholds)
+    score = learning.score_of(winner.features, winner.model, winner.aux[0])
     attack = _scored(
         winner.label, winner.model, winner.features, thresholds, winner.label, table,
-        memoised=True,
+        memoised=score,
     )  # fmt: skip
     return attack, (winner.aux, thresholds)
 

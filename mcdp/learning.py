@@ -29,7 +29,7 @@ import concurrent.futures
 import math
 import os
 from collections.abc import Callable, Iterator
-from functools import partial
+from functools import cache, partial
 from typing import Any, NamedTuple
 
 import jax
@@ -412,7 +412,11 @@ def _affine(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
 
 
 def _affine_by_term(
-    y: Array, w: Array, scorer: Scorer, parts: Callable = feature_parts
+    y: Array,
+    w: Array,
+    scorer: Scorer,
+    parts: Callable = feature_parts,
+    zero: tuple[tuple[int, ...], ...] = (),
 ) -> Array:
     r""":func:`_affine` for a logistic scorer's ``w`` (``(F,)``), its form on a CPU:
     a loop over the output coordinates that computes each one's features from its
@@ -423,7 +427,11 @@ def _affine_by_term(
     A loop rather than every coordinate unrolled: the unrolled terms ran 1.3-2.5x
     as fast but took 0.2-1.7 s more to compile, for each program, which a small
     audit would pay. The same sum in another order: the scores differ from
-    :func:`_affine`'s at rounding."""
+    :func:`_affine`'s at rounding.
+
+    ``zero``: per feature block, the terms whose weight is 0 at every coordinate
+    (:func:`zero_terms`), left out: each would add 0 times its feature, and the
+    sum of the others is the score to the bit wherever the features are finite."""
     w = w / scorer.scale
     y = jnp.reshape(y, (y.shape[0], -1))
     k = y.shape[1]
@@ -442,11 +450,14 @@ def _affine_by_term(
     widths = [part.shape[-1] for part in jax.eval_shape(column_parts, 0)]
     blocks = _weight_blocks(w, k, widths)
 
+    left_out = zero or ((),) * len(blocks)
+
     def add_terms(i: Any, total: Array) -> Array:
-        for part, block in zip(column_parts(i), blocks, strict=True):
+        for part, block, out in zip(column_parts(i), blocks, left_out, strict=True):
             weights = row(block, i)[0]
             for j in range(part.shape[-1]):
-                total = total + part[:, 0, j] * weights[j]
+                if j not in out:
+                    total = total + part[:, 0, j] * weights[j]
         return total
 
     offset = -jnp.tensordot(scorer.mean, w, axes=1)
@@ -466,15 +477,15 @@ def _logistic_affine(y: Array, w: Array, scorer: Scorer, parts: Callable) -> Arr
 TERMS_ON_CPU = True
 
 
-def score_logistic(y: Array, scorer: Scorer, parts=feature_parts) -> Array:
-    """The logit of logistic regression: high speaks for the first input."""
+def score_logistic(y: Array, scorer: Scorer, parts=feature_parts, zero=()) -> Array:
+    """The logit of logistic regression: high speaks for the first input. ``zero``
+    (:func:`zero_terms`): the terms that the sum on a CPU leaves out."""
     w, b = scorer.weights
     by_block = partial(_logistic_affine, parts=parts)
+    by_term = partial(_affine_by_term, parts=parts, zero=zero)
     affine = jax.lax.platform_dependent(
-        y, w, scorer,
-        cpu=partial(_affine_by_term, parts=parts) if TERMS_ON_CPU else by_block,
-        default=by_block,
-    )  # fmt: skip
+        y, w, scorer, cpu=by_term if TERMS_ON_CPU else by_block, default=by_block
+    )
     return affine + b
 
 
@@ -513,6 +524,50 @@ SCORES_BY_FEATURES = {
         "mlp": partial(score_mlp, parts=ramp_feature_parts),
     },
 }
+
+
+# Whether the logistic scorers' sums on a CPU leave out the terms whose weights are 0
+# at every coordinate (:func:`score_of`): the features that fit left out of its steps
+# (SKIP_ZERO_FEATURES), each of whose terms adds 0. The same scores to the bit
+# wherever the features are finite; where one left out is infinite, the sum of every
+# term is NaN (0 times it) and this one is not (benchmarks/RESULTS.md, "Features
+# that are 0 on every training row left out").
+SKIP_ZERO_TERMS = True
+
+
+def zero_terms(scorer: Scorer, feature_set: str) -> tuple[tuple[int, ...], ...]:
+    """Per block of a logistic ``scorer``'s features (of ``feature_set``), the terms
+    of a coordinate whose weight is 0 at every coordinate."""
+    w = np.asarray(scorer.weights[0])
+    k = scorer.basis.atoms.shape[0]
+    with jax.enable_x64(w.dtype == np.float64):  # the shapes alone, in its dtype
+        shapes = jax.eval_shape(
+            FEATURE_PARTS[feature_set],
+            jax.ShapeDtypeStruct((1, k), w.dtype),
+            scorer.basis,
+        )
+    blocks = _weight_blocks(w, k, [part.shape[-1] for part in shapes])
+    return tuple(
+        tuple(int(j) for j in np.flatnonzero(np.all(block == 0, axis=0)))
+        for block in blocks
+    )
+
+
+@cache
+def _score_leaving_out(feature_set: str, model: str, zero: tuple) -> Callable:
+    return partial(SCORES_BY_FEATURES[feature_set][model], zero=zero)
+
+
+def score_of(feature_set: str, model: str, scorer: Scorer) -> Callable:
+    """``score(y, scorer)`` of this trained ``scorer``: its entry of
+    :data:`SCORES_BY_FEATURES`, for a logistic scorer leaving out the terms of
+    :func:`zero_terms` (:data:`SKIP_ZERO_TERMS`); one function per feature set,
+    model and terms left out, so that programs of it compile once."""
+    score = SCORES_BY_FEATURES[feature_set][model]
+    if model != "logistic" or not SKIP_ZERO_TERMS or scorer.basis is None:
+        return score
+    zero = zero_terms(scorer, feature_set)
+    return _score_leaving_out(feature_set, model, zero) if any(zero) else score
 
 
 def _init(key: PRNGKey, model: str, width: int, dtype) -> Any:

@@ -501,6 +501,42 @@ def test_features_zero_on_every_training_row_are_left_out_of_the_steps(
         np.testing.assert_array_equal(np.asarray(z), np.asarray(x))
 
 
+@pytest.mark.parametrize("feature_set", ["moments", "bits"])
+def test_the_logistic_score_leaves_out_the_terms_of_weight_zero(feature_set):
+    """The terms whose weights are 0 at every coordinate (here the NaN indicator,
+    and the sign of a zero among the bit features: no training output is NaN or
+    -0.0), left out of the logistic score's sum on a CPU, leave the scores of
+    outputs with finite features the same to the bit: NaN, atoms, values outside
+    the training's range and -0.0 included. Scorers whose terms left out are the
+    same share one score function (one compile)."""
+    rng = np.random.default_rng(8)
+    first, second = _mixed(rng, 3000), _mixed(rng, 3000)
+    second[:, 1] += 0.5
+    with jax.enable_x64(True):
+        scorers = [
+            learning.fit(cell_key(i, "fit"), first, second, feature_set=feature_set,
+                         steps=20)
+            for i in range(2)
+        ]  # fmt: skip
+        zero = learning.zero_terms(scorers[0], feature_set)
+        score = learning.score_of(feature_set, "logistic", scorers[0])
+        y = _mixed(rng, 4000)
+        y[:50, 1] = np.nan
+        y[50:100, 1] = 40.0
+        y[100:150, 2] = -0.0
+        full = learning.SCORES_BY_FEATURES[feature_set]["logistic"]
+        by_all = np.asarray(jax.jit(full)(y, scorers[0]))
+        by_some = np.asarray(jax.jit(score)(y, scorers[0]))
+    nan_block = 2  # value, hinges, NaN, atoms (then the bits' blocks)
+    assert zero[nan_block] == (0,)
+    assert feature_set == "moments" or zero[-1] == (0,)  # the sign of a zero
+    assert sum(map(len, zero)) < scorers[0].mean.shape[0]
+    assert score is not full
+    assert learning.score_of(feature_set, "logistic", scorers[1]) is score
+    np.testing.assert_array_equal(by_some, by_all)
+    assert np.isfinite(by_all).all()
+
+
 @pytest.mark.parametrize("feature_set", learning.FEATURE_SETS)
 def test_standardised_features_in_pieces_are_those_of_one_program(feature_set):
     """The training features built in pieces into one array are, to the last bit,
