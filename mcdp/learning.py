@@ -706,7 +706,7 @@ SAMPLE_PIECE_ROWS = BATCH  # rows of the training sample gathered on the host at
 
 # Whether fit's steps leave out the standardised features that are 0 on every row
 # they read (fit's docstring): the same scorer, up to the rounding of its sums; off,
-# every feature's weights are stepped, those at 0. RAPPOR's 20 bits of 0.0 and 1.0
+# the steps move every feature's weights, those by 0. RAPPOR's 20 bits of 0.0 and 1.0
 # have 40 features that vary, of the moments' 220 and the bit features' 420: on 2^20
 # training outputs per input its three scorers trained in 1.4, 4.1 and 1.5 s
 # against 3.5, 10.8 and 15.4 s; svt34-parallel's in 3.2, 7.8-9.3 and 4.1-4.3 s
@@ -725,7 +725,8 @@ def _part_widths(y: Array, basis: Basis, feature_set: str) -> list[int]:
 @partial(jax.jit, static_argnames="feature_set")
 def _nonzero_piece(y, basis, mean, scale, feature_set):
     """Per standardised feature of ``feature_set``, whether it is not 0 on a row of
-    ``y``, block by block (the blocks side by side cost more than their arithmetic)."""
+    ``y``, block by block: side by side, XLA's CPU code would concatenate the
+    blocks into one array first (see :data:`FEATURE_SCALARS`)."""
     found, start = [], 0
     for part in FEATURE_PARTS[feature_set](y, basis):
         part = part.reshape(part.shape[0], -1)
