@@ -6,8 +6,9 @@ NaN where none is drawn, an atom's padding, the hinges of a coordinate without
 continuous values, the bits that a discrete output's values share) has a gradient of
 0 at every step: Adam leaves its weights where they started. Since 2026-11-29,
 ``mcdp.learning.fit`` trains the other features' weights alone
-(``learning.SKIP_ZERO_FEATURES``). RAPPOR's 20 bits of 0.0 and 1.0 have 40 such
-features that vary of the moments' 220 and of the bit features' 420.
+(``learning.SKIP_ZERO_FEATURES``). On RAPPOR's 20 bits of 0.0 and 1.0, 40 features
+vary, of the moments' 220 and of the bit features' 420: the others are such
+features.
 
 For each case of ``--cases`` (on its peers' pair, the suite's calibration), this
 draws ``--train`` outputs per input (the default audit's training sample at 10^7
