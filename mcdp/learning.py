@@ -707,7 +707,7 @@ SAMPLE_PIECE_ROWS = BATCH  # rows of the training sample gathered on the host at
 # Whether fit's steps leave out the standardised features that are 0 on every row
 # they read (fit's docstring): the same scorer, up to the rounding of its sums; off,
 # the steps move every feature's weights, those by 0. RAPPOR's 20 bits of 0.0 and 1.0
-# have 40 features that vary, of the moments' 220 and the bit features' 420: on 2^20
+# have 40 features that vary, of the moments' 220 and the bit features' 420: on 10^6
 # training outputs per input its three scorers trained in 1.4, 4.1 and 1.5 s
 # against 3.5, 10.8 and 15.4 s; svt34-parallel's in 3.2, 7.8-9.3 and 4.1-4.3 s
 # against 3.7-4.2, 11.2-11.9 and 15.6-15.9 s, the suite's records the same at 10^6
