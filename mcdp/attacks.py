@@ -348,9 +348,9 @@ def _scored(
 ) -> Attack:
     """The attack that counts how many of the sorted ``thresholds`` a scorer's
     score reaches; its events named ``"{label} score >= t"``. ``memoised``: the
-    trained scorer's score (:func:`mcdp.learning.score_of`), its aux ``((scorer,
-    memo), thresholds)`` (:func:`_memoised_guess`); else the aux is ``(scorer,
-    thresholds)``."""
+    portfolio candidate's value (its score looked up, :func:`_memoised_score`), its
+    aux ``((scorer, memo), thresholds)`` (:func:`_memoised_guess`); else the aux is
+    ``(scorer, thresholds)``."""
     guess = (
         _memoised_guess(memoised)
         if memoised is not None
@@ -1055,10 +1055,11 @@ def _memoised_score(score: Any) -> Any:
 
 
 @functools.cache
-def _memoised_guess(score: Any) -> Any:
-    """The guess of a thresholded ``score`` looked up (:func:`_memoised_score`),
-    ``aux = ((scorer, memo), thresholds)``: the portfolio's scorers, as counted."""
-    return functools.partial(_thresholded_guess, score=_memoised_score(score))
+def _memoised_guess(value: Any) -> Any:
+    """The guess of a thresholded scorer whose score is ``value`` (a
+    :func:`_memoised_score`), ``aux = ((scorer, memo), thresholds)``: the
+    portfolio's scorers, as counted."""
+    return functools.partial(_thresholded_guess, score=value)
 
 
 def _histogram_guess(y: Array, aux: Any) -> Array:
@@ -1514,10 +1515,9 @@ def _portfolio_choice(
             selection=table,
         )  # fmt: skip
         return attack, (winner.aux, thresholds)
-    score = learning.score_of(winner.features, winner.model, winner.aux[0])
     attack = _scored(
         winner.label, winner.model, winner.features, thresholds, winner.label, table,
-        memoised=score,
+        memoised=winner.value,
     )  # fmt: skip
     return attack, (winner.aux, thresholds)
 

@@ -540,13 +540,7 @@ def zero_terms(scorer: Scorer, feature_set: str) -> tuple[tuple[int, ...], ...]:
     of a coordinate whose weight is 0 at every coordinate."""
     w = np.asarray(scorer.weights[0])
     k = scorer.basis.atoms.shape[0]
-    with jax.enable_x64(w.dtype == np.float64):  # the shapes alone, in its dtype
-        shapes = jax.eval_shape(
-            FEATURE_PARTS[feature_set],
-            jax.ShapeDtypeStruct((1, k), w.dtype),
-            scorer.basis,
-        )
-    blocks = _weight_blocks(w, k, [part.shape[-1] for part in shapes])
+    blocks = _weight_blocks(w, k, _term_widths(feature_set, scorer.basis, w.dtype))
     return tuple(
         tuple(int(j) for j in np.flatnonzero(np.all(block == 0, axis=0)))
         for block in blocks
@@ -716,10 +710,15 @@ SAMPLE_PIECE_ROWS = BATCH  # rows of the training sample gathered on the host at
 SKIP_ZERO_FEATURES = True
 
 
-def _part_widths(y: Array, basis: Basis, feature_set: str) -> list[int]:
-    """The features per row of each block of ``feature_set``, in order."""
-    shapes = jax.eval_shape(FEATURE_PARTS[feature_set], y[:1], basis)
-    return [math.prod(part.shape[1:]) for part in shapes]
+def _term_widths(feature_set: str, basis: Basis, dtype: Any) -> list[int]:
+    """The features of one output coordinate in each block of ``feature_set`` on
+    ``basis`` (one row of ``basis.atoms`` per coordinate), in order."""
+    k = basis.atoms.shape[0]
+    with jax.enable_x64(np.dtype(dtype) == np.float64):  # the shapes, in its dtype
+        shapes = jax.eval_shape(
+            FEATURE_PARTS[feature_set], jax.ShapeDtypeStruct((1, k), dtype), basis
+        )
+    return [part.shape[-1] for part in shapes]
 
 
 @partial(jax.jit, static_argnames="feature_set")
@@ -840,7 +839,8 @@ def fit(
     if SKIP_ZERO_FEATURES:
         kept = _nonzero_features(y, basis, mean, scale, feature_set, rows)
         if 0 < kept.size < width:
-            columns = _by_part(kept, _part_widths(y, basis, feature_set))
+            per_term = _term_widths(feature_set, basis, y.dtype)
+            columns = _by_part(kept, [basis.atoms.shape[0] * m for m in per_term])
             kept = jnp.asarray(kept, jnp.int32)
             weights, mean, scale = _kept_weights(weights, kept), mean[kept], scale[kept]
             width = int(kept.size)
