@@ -181,10 +181,7 @@ def pattern_keys(above: Array, aborted: Array) -> Array:
     ``2^d`` where it aborted. An output aborts only past its last answer above
     (the c-th), so the key gives its whole pattern."""
     d = above.shape[-1]
-    bits = jnp.left_shift(1, jnp.arange(d, dtype=jnp.int32))
-    return jnp.sum(jnp.where(above, bits, 0), axis=-1) + jnp.where(
-        jnp.any(aborted, axis=-1), 1 << d, 0
-    )
+    return _bit_keys(above) + jnp.where(jnp.any(aborted, axis=-1), 1 << d, 0)
 
 
 def tabled_pattern_log_probs(
@@ -239,7 +236,7 @@ def capped_log_probs(
     if below.shape[-1] <= TABLE_QUERIES:
         if pieces is None:
             pieces = whole_pieces(x, quad, below.shape[-1])
-        whole = pieces[_below_keys(below), piece]
+        whole = pieces[_bit_keys(below), piece]
         cut = log_weights + _cut_piece(below, piece, nodes, x, quad)
         terms = jnp.concatenate([tail[:, None], whole[:, None], cut], axis=-1)
         return jax.nn.logsumexp(terms, axis=-1)
@@ -257,10 +254,11 @@ def capped_log_probs(
     return jax.nn.logsumexp(terms, axis=-1)
 
 
-def _below_keys(below: Array) -> Array:
-    """Each row's F as the bits of an index into :func:`whole_pieces`."""
-    bits = jnp.left_shift(1, jnp.arange(below.shape[-1], dtype=jnp.int32))
-    return jnp.sum(jnp.where(below, bits, 0), axis=-1)
+def _bit_keys(mask: Array) -> Array:
+    """Each row's queries in ``mask`` as the bits of an integer (query ``i``: bit
+    ``i``): the rows of :func:`patterns` and of :func:`whole_pieces`."""
+    bits = jnp.left_shift(1, jnp.arange(mask.shape[-1], dtype=jnp.int32))
+    return jnp.sum(jnp.where(mask, bits, 0), axis=-1)
 
 
 def whole_pieces(x: Array, quad: Quadrature, d: int) -> Array:
