@@ -89,6 +89,13 @@ bound's ratio to it::
     python benchmarks/bench_floor.py --merge A,F --ceilings --json OUT
 
 ``benchmarks/floor_beside.sh`` does these steps, six floor processes at a time.
+
+``--prng splitmix64`` draws the audits in mcdp's faster opt-in stream
+(:mod:`mcdp.prng`) instead of the default ``threefry4x32``: other numbers, so other
+counts and bounds, at what the stream costs. The floor is NumPy's either way::
+
+    python benchmarks/bench_floor.py --draws 1e8 --cases snapping --prng splitmix64 \
+        --json F
 """
 
 from __future__ import annotations
@@ -117,6 +124,7 @@ from mcdp.mechanisms.numerical_svt import BELOW as NUMERICAL_BELOW
 from mcdp.mechanisms.sparse_vector import ABORTED, SVT3_ABORTED, SVT3_FALSE
 from mcdp.mechanisms.suite import PEER_PAIRS, SUITE
 from mcdp.pairs import make_pair
+from mcdp.sampling import PRNG_IMPL, PRNG_IMPLS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
@@ -448,11 +456,11 @@ def skip_reason(name: str) -> str | None:
     return None
 
 
-def _spec(name: str, seed: int) -> mcdp.AuditSpec:
+def _spec(name: str, seed: int, prng: str = PRNG_IMPL) -> mcdp.AuditSpec:
     case = SUITE[name]
     return mcdp.AuditSpec(
         name, case.epsilon, pair=pair_of(name), dim=case.dim, delta=0.0,
-        confidence=CONFIDENCE, seed=seed,
+        confidence=CONFIDENCE, seed=seed, prng=prng,
     )  # fmt: skip
 
 
@@ -479,20 +487,22 @@ def bench_case(
     chunk_scalars: int,
     done: Callable[[Cell], None],
     part: str = "both",
+    prng: str = PRNG_IMPL,
 ) -> None:
     """Times the audit and the floor of case ``name`` at every N (only one of them
-    where ``part`` is ``"audit"`` or ``"floor"``); ``done(cell)`` after each."""
+    where ``part`` is ``"audit"`` or ``"floor"``), the audits' seeds in the stream
+    ``prng``; ``done(cell)`` after each."""
     case = SUITE[name]
     warmup_seconds = None
     if part != "floor" and warmup_draws:
         t0 = time.perf_counter()
-        mcdp.run(_spec(name, seed + 1), mcdp.Draws(warmup_draws))
+        mcdp.run(_spec(name, seed + 1, prng), mcdp.Draws(warmup_draws))
         warmup_seconds = time.perf_counter() - t0
     pair, params = setup(name)
     for n in draws:
         fields: dict[str, Any] = {}
         if part != "floor":
-            spec = _spec(name, seed)
+            spec = _spec(name, seed, prng)
             audit = best_of(repeats, lambda s=spec, n=n: mcdp.run(s, mcdp.Draws(n)))
             record = audit.result
             fields.update(
@@ -680,6 +690,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "and N, write them to --json and print the tables; runs nothing",
     )
     parser.add_argument(
+        "--prng",
+        choices=PRNG_IMPLS,
+        default=PRNG_IMPL,
+        help=f"the stream of the audits' seeds (default {PRNG_IMPL}; the floor "
+        "draws with NumPy's PCG64 either way)",
+    )
+    parser.add_argument(
         "--ceilings",
         action="store_true",
         help="add each cell's ceiling (mcdp.ceiling, the best bound any event gives "
@@ -755,6 +772,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"about {args.chunk_scalars} random scalars reduced to their sum",
         "chunk_scalars": args.chunk_scalars,
         "part": args.part,
+        "prng": args.prng,
     }
     cells: list[Cell] = []
     skipped: dict[str, str] = {}
@@ -801,6 +819,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.chunk_scalars,
                 done,
                 args.part,
+                args.prng,
             )
         except Exception as error:  # record it, go on with the rest
             skipped[name] = f"failed: {type(error).__name__}: {error}"

@@ -115,6 +115,16 @@ def test_the_command_line_defaults():
         bench_floor.parse_args(["--warmup-draws", "1e5,2e5"])
 
 
+def test_the_audits_stream_is_the_default_unless_asked_for():
+    assert bench_floor.parse_args([]).prng == "threefry4x32"
+    assert bench_floor._spec("snapping", 0).prng == "threefry4x32"
+    args = bench_floor.parse_args(["--prng", "splitmix64"])
+    assert args.prng == "splitmix64"
+    assert bench_floor._spec("snapping", 0, args.prng).prng == "splitmix64"
+    with pytest.raises(SystemExit):
+        bench_floor.parse_args(["--prng", "pcg64"])
+
+
 def _document(**fields):
     row = dict(case="svt1", pair="x-shuffle", dim=10, epsilon=0.1, draws=10**8)
     return {"results": [{**row, **fields}]}
