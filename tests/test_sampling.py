@@ -135,6 +135,50 @@ def test_draws_of_one_bracket_of_blocks_share_one_program(key):
         np.testing.assert_array_equal(small, outputs[-1][:, : small.shape[1]])
 
 
+def _buffer_owner(array):
+    """What holds ``array``'s memory: ``None`` where NumPy allocated it."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    owner = array.base
+    return owner.obj if isinstance(owner, memoryview) else owner
+
+
+def test_the_host_arrays_in_base_pages_hold_the_same_draws(key, monkeypatch):
+    """``draw``'s host arrays mapped in base pages (``HOST_PAGES_SMALL``) hold the
+    values that NumPy's arrays hold, for every array of a transform's tuple, and
+    are ordinary writable arrays; those under ``SMALL_PAGES_FROM`` bytes stay
+    NumPy's."""
+    import mmap
+
+    from mcdp.engines import device
+    from mcdp.sampling import draw
+
+    m = get_mechanism("laplace")
+    params = m.calibrate_sanity_check(1.0, 1)
+    # 2n float64 values past the bound, 2n int32 under it
+    n = device.SMALL_PAGES_FROM // 16 + 3 * BLOCK_DRAWS + 5
+
+    def transform(y, aux):
+        del aux
+        return y[:, 0], (y[:, 0] > 0).astype(np.int32)
+
+    forms = {}
+    for small in (False, True):
+        monkeypatch.setattr(device, "HOST_PAGES_SMALL", small)
+        forms[small] = draw(
+            key, m, _xs(1), params, n, dtype="float64", transform=transform
+        )
+    for numpy_array, mapped in zip(forms[False], forms[True], strict=True):
+        np.testing.assert_array_equal(numpy_array, mapped)
+        assert mapped.shape == (2, n) and mapped.flags.c_contiguous
+        assert mapped.flags.writeable
+    assert isinstance(_buffer_owner(forms[True][0]), mmap.mmap)
+    assert not isinstance(_buffer_owner(forms[False][0]), mmap.mmap)
+    assert not isinstance(_buffer_owner(forms[True][1]), mmap.mmap)
+    small = device.host_array((3, 5), np.float32)
+    assert small.shape == (3, 5) and small.dtype == np.float32
+
+
 def test_a_resumed_run_counts_as_one_run(key):
     """Going on from a stored Progress (another chunk size too) gives the counts of
     one run of the total, so later rounds reuse what is counted."""

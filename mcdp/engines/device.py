@@ -19,6 +19,8 @@ are pytrees of arrays, so new keys, parameters or numbers of draws do not re-tra
 
 from __future__ import annotations
 
+import math
+import mmap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -67,6 +69,21 @@ TRANSFORM_BY_BLOCK: bool | None = None
 # counted by block"). The counts are integer sums either way, of the guesses of the
 # same scores up to rounding.
 GUESS_BY_BLOCK: bool | None = None
+# Whether DeviceEngine.draw's host arrays (the values of the portfolio's selection
+# draws, written once, call by call, then sorted and counted) are mapped in pages of
+# the system's base size (True), allocated by NumPy (False: on Linux NumPy advises
+# the kernel to back every array of 4 MB and more with transparent huge pages), or
+# the first on a CPU only (None). The same values either way. On the 2-core CPU, in
+# each fresh process's first audit at 1e8 (as a command's audit is), the selection
+# draws took 1.76-1.92 s in base pages against 3.02-3.24 s (truncated-geometric),
+# 3.09-3.22 against 4.00-4.10 (svt1) and 7.24-8.11 against 7.53-8.78 (prefix-sum):
+# the kernel's huge-page faults took longer than the copies into them. The choice,
+# which sorts them, took about as long
+# (benchmarks/bench_host_pages.py; benchmarks/RESULTS.md, "The selection draws'
+# host arrays in base pages"). An accelerator's host arrays stay NumPy's: not
+# measured there.
+HOST_PAGES_SMALL: bool | None = None
+SMALL_PAGES_FROM = 1 << 22  # bytes: smaller arrays as NumPy allocates them
 SMALL_CHUNK_BLOCKS = 16  # the chunk of runs of at most this many blocks per device
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
 
@@ -453,7 +470,7 @@ class DeviceEngine:
                 jax.tree.map(lambda v: v.copy_to_host_async(), out)
                 if whole is None:
                     whole = jax.tree.map(
-                        lambda v: np.empty(
+                        lambda v: host_array(
                             (num_inputs, job.num_draws) + v.shape[2:], v.dtype
                         ),
                         out,
@@ -463,6 +480,23 @@ class DeviceEngine:
                 pending = out, first * BLOCK_DRAWS
             _fill(whole, *pending, job.num_draws)
         return whole
+
+
+def host_array(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialised host array (``np.empty``), in pages of the system's base
+    size where :data:`HOST_PAGES_SMALL` says so: an anonymous ``mmap``, which NumPy
+    does not advise the kernel to back with transparent huge pages."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if not _small_pages() or nbytes < SMALL_PAGES_FROM:
+        return np.empty(shape, dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype).reshape(shape)
+
+
+def _small_pages() -> bool:
+    if HOST_PAGES_SMALL is None:
+        return jax.default_backend() == "cpu"
+    return HOST_PAGES_SMALL
 
 
 def _fill(whole: Any, out: Any, start: int, num_draws: int) -> None:

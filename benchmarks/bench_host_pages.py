@@ -1,0 +1,123 @@
+"""The selection draws' host arrays in base pages against NumPy's transparent huge
+pages, each in a fresh process.
+
+A default audit (``attack="auto"``) copies each candidate's values on the selection
+draws, call by call, into one host array per candidate (``DeviceEngine.draw``): 2
+x 10^7 float64 values each at 10^8 draws, written once, then sorted and counted. On
+Linux NumPy advises the kernel to back every array of 4 MB and more with
+transparent huge pages (``MADV_HUGEPAGE``, where the system's policy is
+``madvise``). Since 2026-11-29 the engine maps these arrays itself on a CPU, in
+pages of the system's base size (``mcdp.engines.device.HOST_PAGES_SMALL``); the
+values are the same.
+
+For every case of ``--cases`` (its peers' pair, 90 %, seed 0) this runs, in turn
+for ``--rounds`` rounds, one fresh process per form: a warm-up audit at 10^5 draws,
+then the timed default audit at ``--draws`` N, the process's first large one, as
+the command line's audit is. Each row gives the audit's seconds, its
+preparation's, the selection draws' and the choice's (the record's
+``attack_stages``), and its bound, which must be the same in both forms.
+
+    python benchmarks/bench_host_pages.py --cases truncated-geometric,svt1 \\
+        --json benchmarks/results/host_pages.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import environment, parse_count, print_table  # noqa: E402
+
+FORMS = {"numpy": False, "base pages": True}
+WARMUP_DRAWS = 100_000
+
+# what each fresh process runs: argv = case, draws, HOST_PAGES_SMALL (0 or 1)
+CHILD = """
+import json, sys, time
+sys.path.insert(0, {here!r})
+import mcdp
+from mcdp.engines import device
+from bench_floor import _spec
+name, draws, small = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+device.HOST_PAGES_SMALL = small
+mcdp.run(_spec(name, 1), mcdp.Draws({warmup}))
+start = time.perf_counter()
+record = mcdp.run(_spec(name, 0), mcdp.Draws(draws))
+seconds = time.perf_counter() - start
+stages = dict(record.attack_stages)
+print(json.dumps(dict(
+    audit_seconds=seconds, prep_seconds=record.attack_seconds,
+    selection_seconds=stages.get("selection draws"),
+    choice_seconds=stages.get("choice"),
+    attack=record.attack, bound=record.epsilon_lower,
+)))
+"""
+
+
+def run_form(name: str, draws: int, small: bool) -> dict:
+    """One fresh process's audit of ``name`` at ``draws``, in one form."""
+    code = CHILD.format(here=str(Path(__file__).resolve().parent), warmup=WARMUP_DRAWS)
+    done = subprocess.run(
+        [sys.executable, "-c", code, name, str(draws), "1" if small else "0"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def rows(cases: list[str], draws: int, rounds: int):
+    for name in cases:
+        for round_ in range(1, rounds + 1):
+            for form, small in FORMS.items():
+                started = time.time()
+                row = run_form(name, draws, small)
+                yield {
+                    "case": name, "round": round_, "form": form, "draws": draws,
+                    "started": started, **row,
+                }  # fmt: skip
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="truncated-geometric,svt1,prefix-sum")
+    parser.add_argument("--draws", type=parse_count, default=10**8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    header = (
+        "| case | round | host arrays | audit s | prep s | selection draws s | "
+        "choice s | chose, bound |"
+    )
+
+    def line(r: dict) -> str:
+        return (
+            f"| `{r['case']}` | {r['round']} | {r['form']} | {r['audit_seconds']:.2f} "
+            f"| {r['prep_seconds']:.2f} | {r['selection_seconds']:.2f} | "
+            f"{r['choice_seconds']:.2f} | {r['attack']} {r['bound']!r} |"
+        )
+
+    results = print_table(
+        header, rows(args.cases.split(","), args.draws, args.rounds), line, args.json
+    )
+    if args.json:  # the settings beside the rows
+        payload = json.loads(Path(args.json).read_text(encoding="utf-8"))
+        payload["settings"] = {**vars(args), "warmup_draws": WARMUP_DRAWS}
+        payload["environment"] = environment()
+        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
+    bounds = {}
+    for r in results:
+        bounds.setdefault(r["case"], set()).add((r["attack"], r["bound"]))
+    for name, seen in bounds.items():
+        print(f"{name}: {'the same bound' if len(seen) == 1 else 'DIFFERENT bounds'}")
+    return 0 if all(len(seen) == 1 for seen in bounds.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
