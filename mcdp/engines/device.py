@@ -69,16 +69,16 @@ TRANSFORM_BY_BLOCK: bool | None = None
 # counted by block"). The counts are integer sums either way, of the guesses of the
 # same scores up to rounding.
 GUESS_BY_BLOCK: bool | None = None
-# Whether DeviceEngine.draw's host arrays (the values of the portfolio's selection
-# draws, written once, call by call, then sorted and counted) are mapped in pages of
-# the system's base size (True), allocated by NumPy (False: on Linux NumPy advises
-# the kernel to back every array of 4 MB and more with transparent huge pages), or
-# the first on a CPU only (None). The same values either way. On the 2-core CPU, in
-# each fresh process's first audit at 1e8 (as a command's audit is), the selection
-# draws took 1.76-1.92 s in base pages against 3.02-3.24 s (truncated-geometric),
-# 3.09-3.22 against 4.00-4.10 (svt1) and 7.24-8.11 against 7.53-8.78 (prefix-sum):
-# the kernel's huge-page faults took longer than the copies into them. The choice,
-# which sorts them, took about as long
+# Whether DeviceEngine.draw's host arrays (the portfolio's training outputs, and the
+# values of its selection draws, written once, call by call, then sorted and
+# counted) are mapped in pages of the system's base size (True), allocated by NumPy
+# (False: on Linux NumPy advises the kernel to back every array of 4 MB and more with
+# transparent huge pages), or the first on a CPU only (None). The same values either
+# way. On the 2-core CPU, in each fresh process's first audit at 1e8 (as a command's
+# audit is), the selection draws took 1.76-1.92 s in base pages against 3.02-3.24 s
+# (truncated-geometric), 3.09-3.22 against 4.00-4.10 (svt1) and 7.24-8.11 against
+# 7.53-8.78 (prefix-sum): the kernel's huge-page faults took longer than the copies
+# into them. The choice, which sorts them, took about as long
 # (benchmarks/bench_host_pages.py; benchmarks/RESULTS.md, "The selection draws'
 # host arrays in base pages"). An accelerator's host arrays stay NumPy's: not
 # measured there.
