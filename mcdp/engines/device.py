@@ -451,10 +451,7 @@ class DeviceEngine:
             # past the end where it must: blocks are keyed by index, so the extra
             # ones change none of the others, and they are cut off below
             count = call_blocks(total_blocks, per_call)
-            by_block = TRANSFORM_BY_BLOCK
-            if by_block is None:
-                by_block = jax.default_backend() == "cpu"
-            by_block = by_block and transform is not None
+            by_block = _on_cpu_unless_set(TRANSFORM_BY_BLOCK) and transform is not None
             once = _once_on(jax.default_backend(), by_block) and transform is not None
             sample = job.mechanism.sample
             if once:
@@ -488,15 +485,15 @@ def host_array(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     does not advise the kernel to back with transparent huge pages."""
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if not _small_pages() or nbytes < SMALL_PAGES_FROM:
+    if not _on_cpu_unless_set(HOST_PAGES_SMALL) or nbytes < SMALL_PAGES_FROM:
         return np.empty(shape, dtype)
     return np.frombuffer(mmap.mmap(-1, nbytes), dtype).reshape(shape)
 
 
-def _small_pages() -> bool:
-    if HOST_PAGES_SMALL is None:
-        return jax.default_backend() == "cpu"
-    return HOST_PAGES_SMALL
+def _on_cpu_unless_set(setting: bool | None) -> bool:
+    """A switch of this module: ``setting``, or where it is None, whether JAX runs
+    on a CPU."""
+    return jax.default_backend() == "cpu" if setting is None else setting
 
 
 def _fill(whole: Any, out: Any, start: int, num_draws: int) -> None:
