@@ -67,7 +67,7 @@ def probe_case(
         trained, seconds = [], []
         for first in (True, False):
             if setting == "features_fit":
-                learning.features_fit = lambda *_, first=first: first
+                learning.features_fit = lambda *_, first=first, **__: first
             else:
                 learning.BY_BATCH = first
             start = time.perf_counter()

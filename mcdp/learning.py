@@ -845,10 +845,13 @@ def fit(
             weights, mean, scale = _kept_weights(weights, kept), mean[kept], scale[kept]
             width = int(kept.size)
     scalars = rows * width
-    if not features_fit(scalars, itemsize):
+    # built piece by piece, then trained on as they are: one array of them at the
+    # peak, where one program for every row holds a second
+    pieces = scalars > FEATURE_SCALARS and feature_set in BUILT_IN_PIECES
+    if not features_fit(scalars, itemsize, copies=1 if pieces else FEATURE_COPIES):
         form = "every step"
-    elif scalars > FEATURE_SCALARS and feature_set in BUILT_IN_PIECES:
-        form = "given"  # built piece by piece, then trained on as they are
+    elif pieces:
+        form = "given"
     else:
         form = "once"
     by_batch = form != "every step" and _by_batch(blocks)
@@ -935,8 +938,9 @@ def _standardized_in_pieces(
 
 
 # The training features are computed once where they hold at most FEATURE_SCALARS
-# numbers, on any device; on a CPU also where FEATURE_COPIES arrays of their size fit
-# in FEATURE_MEMORY_SHARE of the memory the process may use; else every step.
+# numbers, on any device; on a CPU also where FEATURE_COPIES arrays of their size
+# (one, where they are built in pieces, below) fit in FEATURE_MEMORY_SHARE of the
+# memory the process may use; else every step.
 # They live only while the scorer trains. In one program, XLA's CPU code
 # concatenates the bit features' blocks into one array before it standardises
 # them: on 2e6 training outputs in 10 coordinates, 6.0 GB of temporaries for 3.0 GB
@@ -956,7 +960,13 @@ FEATURE_COPIES = 2
 # one program held no such copy (2.8 GB against 2.9-3.0 GB) and was 0.3-1.9 s
 # faster. Pieces of 65536 rows faulted in 2.6 million pages for svt1's bit features
 # where those of 8192 rows faulted in 1.0 million, about 2 s faster (2-core Intel
-# Xeon; benchmarks/RESULTS.md, "The bit features built in pieces").
+# Xeon; benchmarks/RESULTS.md, "The bit features built in pieces"). Built in
+# pieces, they are held once, and fit asks memory for one array of them:
+# laplace-parallel's 340 bit features that vary, on 10^6 training outputs per
+# input (5.3 GB), were computed every step on a machine of 24 GB under two copies,
+# and its bit scorer trained in 6.8-6.9 s against 14.3-14.9 s, the process's peak
+# 6.5 GB against 3.7 GB (2-core AMD EPYC; benchmarks/RESULTS.md, "The bit
+# features built in pieces held once").
 BUILT_IN_PIECES = frozenset({"bits"})
 PIECE_ROWS = 8192
 
@@ -1021,19 +1031,26 @@ def cgroup_memory_limit(
     return min(limits, default=None)
 
 
-def features_fit(scalars: int, itemsize: int, platform: str | None = None) -> bool:
+def features_fit(
+    scalars: int,
+    itemsize: int,
+    platform: str | None = None,
+    *,
+    copies: int = FEATURE_COPIES,
+) -> bool:
     """Whether a scorer's training features, ``scalars`` numbers of ``itemsize``
     bytes, are computed once rather than every step: up to
     :data:`FEATURE_SCALARS` numbers on any ``platform`` (by default JAX's), and on a
-    CPU up to what :data:`FEATURE_COPIES` arrays of their size hold in
-    :data:`FEATURE_MEMORY_SHARE` of :func:`machine_memory`. It decides how long a
-    scorer takes to train, never what it learns."""
+    CPU up to what ``copies`` arrays of their size hold in
+    :data:`FEATURE_MEMORY_SHARE` of :func:`machine_memory` (one where they are
+    built in pieces, :data:`FEATURE_COPIES` where one program computes them all).
+    It decides how long a scorer takes to train, never what it learns."""
     if scalars <= FEATURE_SCALARS:
         return True
     if (platform or jax.default_backend()) != "cpu":
         return False
     memory = machine_memory()
-    peak = FEATURE_COPIES * scalars * itemsize
+    peak = copies * scalars * itemsize
     return memory is not None and peak <= FEATURE_MEMORY_SHARE * memory
 
 

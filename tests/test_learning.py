@@ -415,7 +415,7 @@ def test_features_computed_once_or_every_step_train_the_same_scorer(
         ("in pieces", False),
     ]:
         once = form != "every step"
-        monkeypatch.setattr(learning, "features_fit", lambda *_, once=once: once)
+        monkeypatch.setattr(learning, "features_fit", lambda *_, once=once, **__: once)
         scalars = 0 if form == "in pieces" else 1 << 26
         monkeypatch.setattr(learning, "FEATURE_SCALARS", scalars)
         monkeypatch.setattr(learning, "BUILT_IN_PIECES", set(learning.FEATURE_SETS))
@@ -580,12 +580,41 @@ def test_features_are_computed_once_up_to_a_share_of_a_cpus_memory(monkeypatch):
     assert learning.features_fit(limit, 8, "cpu")
     assert not learning.features_fit(limit + 1, 8, "cpu")
     assert learning.features_fit(2 * limit, 4, "cpu")
+    assert learning.features_fit(2 * limit, 8, "cpu", copies=1)
+    assert not learning.features_fit(2 * limit + 1, 8, "cpu", copies=1)
+    assert not learning.features_fit((1 << 26) + 1, 8, "gpu", copies=1)
     monkeypatch.setattr(learning, "machine_memory", lambda: None)
     assert learning.features_fit(1 << 26, 8, "cpu")
     assert not learning.features_fit((1 << 26) + 1, 8, "cpu")
     monkeypatch.undo()
     memory = learning.machine_memory()
     assert memory is None or memory > 0
+
+
+def test_features_built_in_pieces_count_once_against_the_memory(monkeypatch):
+    """Past :data:`mcdp.learning.FEATURE_SCALARS` numbers, the bit features are
+    built in pieces into one array (at the peak, that array and a piece's), and
+    :func:`mcdp.learning.fit` asks memory for one array of them; the moments,
+    computed by one program for every row, for
+    :data:`mcdp.learning.FEATURE_COPIES`. At or below it, the same ask for both."""
+    asked = []
+
+    def fits(scalars, itemsize, platform=None, *, copies=learning.FEATURE_COPIES):
+        asked.append(copies)
+        return True
+
+    monkeypatch.setattr(learning, "features_fit", fits)
+    first, second = _minibatch_outputs(6, learning.BATCH)
+    with jax.enable_x64(True):
+        for scalars in (0, 1 << 26):
+            monkeypatch.setattr(learning, "FEATURE_SCALARS", scalars)
+            for feature_set in ("bits", "moments"):
+                learning.fit(
+                    cell_key(6, "fit"), first, second, feature_set=feature_set,
+                    steps=2,
+                )  # fmt: skip
+    copies = learning.FEATURE_COPIES
+    assert asked == [1, copies, copies, copies]
 
 
 def test_a_containers_memory_limit_is_read_from_its_control_group(tmp_path):
