@@ -2,6 +2,9 @@
 did not apply, which finished (with its bound) and which it stopped; its variants
 of the MLP's score compute the scores of the form in use."""
 
+import argparse
+import time
+
 import jax
 import numpy as np
 import pytest
@@ -70,3 +73,46 @@ def test_the_features_probe_trains_each_scorer_both_ways_and_restores_fit():
     ]  # fmt: skip
     assert all(r["same"] for r in rows)
     assert learning.fit is fit and learning.features_fit is decide
+
+
+bench_prep = load_benchmark("bench_prep")
+
+
+def test_the_preparations_cpu_seconds_are_each_stages_own(monkeypatch):
+    """``bench_prep.py --cpu`` times each stage's CPU seconds beside its wall seconds
+    with the portfolio's own stopwatch in its place, and puts that back, even where
+    the audit fails: a stage that sleeps costs next to none, one that computes its
+    wall time."""
+    from mcdp import attacks
+
+    stopwatch = attacks._Stopwatch
+
+    def audit(name, attack, draws, seed):
+        assert attacks._Stopwatch is bench_prep.CpuStopwatch
+        watch = attacks._Stopwatch()
+        time.sleep(0.1)
+        watch.lap("slept")
+        start = time.process_time()
+        while time.process_time() - start < 0.1:
+            pass
+        watch.lap("computed")
+        return "record", 1.0
+
+    monkeypatch.setattr(bench_prep, "_run", audit)
+    args = argparse.Namespace(cpu=True, draws=1, seed=0)
+    record, seconds, cpu = bench_prep._timed("svt1", None, args)
+    assert attacks._Stopwatch is stopwatch
+    assert (record, seconds) == ("record", 1.0)
+    assert set(cpu) == {"slept", "computed"}
+    assert cpu["computed"] >= 0.1 and cpu["slept"] < 0.05
+
+    def failed(*_):
+        raise RuntimeError("the audit failed")
+
+    monkeypatch.setattr(bench_prep, "_run", failed)
+    with pytest.raises(RuntimeError, match="the audit failed"):
+        bench_prep._timed("svt1", None, args)
+    assert attacks._Stopwatch is stopwatch
+    args.cpu = False
+    monkeypatch.setattr(bench_prep, "_run", lambda *_: ("r", 2.0))
+    assert bench_prep._timed("svt1", None, args) == ("r", 2.0, None)
