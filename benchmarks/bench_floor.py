@@ -96,6 +96,15 @@ counts and bounds, at what the stream costs. The floor is NumPy's either way::
 
     python benchmarks/bench_floor.py --draws 1e8 --cases snapping --prng splitmix64 \
         --json F
+
+``--candidates`` audits with the portfolio of those candidates alone
+(``mcdp.attacks.auto_attack(candidates=...)``, in the portfolio's order) instead of
+the default's: what a smaller portfolio would cost and find, against the same
+floor. The default attack is unchanged::
+
+    python benchmarks/bench_floor.py --draws 1e8 --cases svt3 \
+        --candidates lr,structure,majority,support,float-support,learned,learned-bits \
+        --json F
 """
 
 from __future__ import annotations
@@ -116,6 +125,7 @@ import numpy as np
 
 import mcdp
 from mcdp._compilation_cache import OFF_VALUES
+from mcdp.attacks import CANDIDATES, auto_attack
 from mcdp.ceiling import ceiling, supported
 from mcdp.mechanisms import MECHANISMS
 from mcdp.mechanisms.counting import COPIES
@@ -456,11 +466,21 @@ def skip_reason(name: str) -> str | None:
     return None
 
 
-def _spec(name: str, seed: int, prng: str = PRNG_IMPL) -> mcdp.AuditSpec:
+def _spec(
+    name: str,
+    seed: int,
+    prng: str = PRNG_IMPL,
+    candidates: Sequence[str] | None = None,
+) -> mcdp.AuditSpec:
+    """The audit of case ``name``: AuditSpec's default attack, or the portfolio of
+    ``candidates`` alone."""
     case = SUITE[name]
+    attack = (
+        {} if candidates is None else {"attack": auto_attack(candidates=candidates)}
+    )
     return mcdp.AuditSpec(
         name, case.epsilon, pair=pair_of(name), dim=case.dim, delta=0.0,
-        confidence=CONFIDENCE, seed=seed, prng=prng,
+        confidence=CONFIDENCE, seed=seed, prng=prng, **attack,
     )  # fmt: skip
 
 
@@ -488,21 +508,23 @@ def bench_case(
     done: Callable[[Cell], None],
     part: str = "both",
     prng: str = PRNG_IMPL,
+    candidates: Sequence[str] | None = None,
 ) -> None:
     """Times the audit and the floor of case ``name`` at every N (only one of them
     where ``part`` is ``"audit"`` or ``"floor"``), the audits' seeds in the stream
-    ``prng``; ``done(cell)`` after each."""
+    ``prng``, their attack the portfolio of ``candidates`` where given;
+    ``done(cell)`` after each."""
     case = SUITE[name]
     warmup_seconds = None
     if part != "floor" and warmup_draws:
         t0 = time.perf_counter()
-        mcdp.run(_spec(name, seed + 1, prng), mcdp.Draws(warmup_draws))
+        mcdp.run(_spec(name, seed + 1, prng, candidates), mcdp.Draws(warmup_draws))
         warmup_seconds = time.perf_counter() - t0
     pair, params = setup(name)
     for n in draws:
         fields: dict[str, Any] = {}
         if part != "floor":
-            spec = _spec(name, seed, prng)
+            spec = _spec(name, seed, prng, candidates)
             audit = best_of(repeats, lambda s=spec, n=n: mcdp.run(s, mcdp.Draws(n)))
             record = audit.result
             fields.update(
@@ -628,6 +650,18 @@ def parse_cases(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def parse_candidates(text: str) -> tuple[str, ...]:
+    """``"a,b"`` -> ``("a", "b")``, each a candidate of the portfolio, once, in the
+    portfolio's order (the order that breaks its ties)."""
+    names = {v.strip() for v in text.split(",") if v.strip()}
+    unknown = sorted(names - set(CANDIDATES))
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated subset of {','.join(CANDIDATES)}, got {text!r}"
+        )
+    return tuple(c for c in CANDIDATES if c in names)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line; see the module docstring."""
     parser = argparse.ArgumentParser(
@@ -695,6 +729,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=PRNG_IMPL,
         help=f"the stream of the audits' seeds (default {PRNG_IMPL}; the floor "
         "draws with NumPy's PCG64 either way)",
+    )
+    parser.add_argument(
+        "--candidates",
+        type=parse_candidates,
+        default=None,
+        help="audit with the portfolio of these candidates alone (comma-separated, "
+        "of " + ",".join(CANDIDATES) + "; default: AuditSpec's default attack)",
     )
     parser.add_argument(
         "--ceilings",
@@ -767,7 +808,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "warmup_draws": args.warmup_draws,
         "repeats": args.repeats,
         "confidence": CONFIDENCE,
-        "attack": "AuditSpec's default",
+        "attack": "AuditSpec's default"
+        if args.candidates is None
+        else f"auto, candidates {','.join(args.candidates)}",
         "floor": "numpy.random.default_rng (PCG64), float64, one core, chunks of "
         f"about {args.chunk_scalars} random scalars reduced to their sum",
         "chunk_scalars": args.chunk_scalars,
@@ -820,6 +863,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 done,
                 args.part,
                 args.prng,
+                args.candidates,
             )
         except Exception as error:  # record it, go on with the rest
             skipped[name] = f"failed: {type(error).__name__}: {error}"
