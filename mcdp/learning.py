@@ -964,7 +964,7 @@ FEATURE_COPIES = 2
 # pieces, they are held once, and fit asks memory for one array of them:
 # laplace-parallel's 340 bit features that vary, on 10^6 training outputs per
 # input (5.35 GB), were computed every step on a machine of 24 GB under two
-# copies, and its bit scorer trained in 6.2-7.7 s against 13.6-14.9 s, the
+# copies, and its bit scorer trained in 6.0-7.7 s against 13.6-14.9 s, the
 # process's peak 6.5 GB against 3.7 GB (2-core AMD EPYC; benchmarks/RESULTS.md, "The bit
 # features built in pieces held once").
 BUILT_IN_PIECES = frozenset({"bits"})
