@@ -11,6 +11,8 @@ conservative on discrete outputs, where it still compares the whole distribution
 function.
 """
 
+import argparse
+import dataclasses
 import math
 
 import jax
@@ -19,6 +21,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import mcdp
 from mcdp.mechanisms import MECHANISMS, SUITE
 from mcdp.sampling import key as stream_key
 
@@ -152,3 +155,22 @@ def test_the_ceiling_column_is_the_ceiling_at_the_cells_draws():
     top = bench_floor.ceiling("svt1", "x-shuffle", 10**8, bench_floor.CONFIDENCE)
     assert cell.ceiling == top.value
     assert cell.bound_over_ceiling == pytest.approx(0.08 / top.value)
+
+
+def test_the_candidates_option_takes_the_portfolios_labels_in_its_order():
+    """``--candidates`` names candidates of the portfolio, each once, kept in the
+    portfolio's order (the order that breaks its ties), and the audits take the
+    portfolio of those alone; without it, AuditSpec's default attack."""
+    parse = bench_floor.parse_candidates
+    assert parse("learned,lr, majority,lr") == ("lr", "majority", "learned")
+    for text in ("mlp", "", "lr,bogus"):
+        with pytest.raises(argparse.ArgumentTypeError, match="learned-mlp"):
+            parse(text)
+    assert bench_floor.parse_args([]).candidates is None
+    args = bench_floor.parse_args(["--candidates", "float-support,lr"])
+    assert args.candidates == ("lr", "float-support")
+    default = {f.name: f.default for f in dataclasses.fields(mcdp.AuditSpec)}
+    assert bench_floor._spec("svt1", 0).attack is default["attack"]  # the default's
+    smaller = bench_floor._spec("svt1", 0, candidates=args.candidates).attack
+    assert smaller.name == "auto"
+    assert smaller.prepare.args[0].candidates == ("lr", "float-support")
