@@ -475,12 +475,10 @@ def _spec(
     """The audit of case ``name``: AuditSpec's default attack, or the portfolio of
     ``candidates`` alone."""
     case = SUITE[name]
-    attack = (
-        {} if candidates is None else {"attack": auto_attack(candidates=candidates)}
-    )
+    attack = None if candidates is None else auto_attack(candidates=candidates)
     return mcdp.AuditSpec(
         name, case.epsilon, pair=pair_of(name), dim=case.dim, delta=0.0,
-        confidence=CONFIDENCE, seed=seed, prng=prng, **attack,
+        confidence=CONFIDENCE, seed=seed, prng=prng, attack=attack,
     )  # fmt: skip
 
 

@@ -61,15 +61,15 @@ from mcdp.mechanisms import SUITE  # noqa: E402
 
 class CpuStopwatch(attacks._Stopwatch):
     """The portfolio's stopwatch, with each stage's CPU seconds (every thread's)
-    beside its wall seconds; each one made is kept in ``made``."""
+    beside its wall seconds; the last one made is ``last``."""
 
-    made: list[CpuStopwatch] = []
+    last: CpuStopwatch | None = None
 
     def __init__(self) -> None:
         super().__init__()
         self.cpu: dict[str, float] = {}
         self._cpu = time.process_time()
-        CpuStopwatch.made.append(self)
+        CpuStopwatch.last = self
 
     def lap(self, stage: str, *pending) -> None:
         super().lap(stage, *pending)
@@ -87,7 +87,7 @@ def _timed(name: str, attack, args: argparse.Namespace) -> tuple:
         record, seconds = _run(name, attack, args.draws, args.seed)
     finally:
         attacks._Stopwatch = watch
-    return record, seconds, CpuStopwatch.made[-1].cpu
+    return record, seconds, CpuStopwatch.last.cpu
 
 
 def bench_case(name: str, args: argparse.Namespace) -> dict:
