@@ -33,6 +33,23 @@ none), at its claimed epsilon and input length, and for every ``N`` of ``--draws
   bound on any NumPy-based auditor (DP-Sniper, StatDP) at N draws: it neither
   trains a classifier nor counts anything.
 
+  The floor runs in a fresh Python process of its own (``--floor-process child``,
+  the default; its time is taken there, the start excluded), whose glibc ``malloc``
+  keeps the blocks it frees (:data:`FLOOR_MALLOC`): each chunk's temporaries then
+  reuse the pages of the last chunk's. Under the default settings, glibc returns
+  some of them to the system, and the next chunk's pay a page fault per 4 KB page
+  on first touch: in one process the floor of ``snapping`` at 1e8 took 3.2-3.5 s
+  so and 2.1 s with the pages kept, that of ``truncated-geometric`` at 1e7 0.30 s
+  against 0.17 s (57036 faults against none), ``svt1`` and ``svt3`` 1.3x as long;
+  and whether they are returned depends on what the process allocated before (an
+  audit of another case, say), so the floor in the audits' process moved between
+  runs (``snapping``'s from 1.9 to 3.4 s). Kept, no case's floor is slower (all 21
+  at 1e7), and the floor is what NumPy needs, not what glibc's history costs it.
+  The audits keep the default settings in their own process: what a user's run
+  gets (with the pages kept, ``svt1``'s audit at 1e8 took 1.2-1.3x as long).
+  ``--floor-process same`` times the floor in the audits' process instead, as
+  before 2026-11-29.
+
 The figure is the ratio *audit / floor*: below 1, the whole audit costs less than
 NumPy's drawing alone. The table also gives *(audit - prep) / floor*, the draws,
 counting and bounds of the audit against the floor. Each time is one run
@@ -113,6 +130,8 @@ import argparse
 import json
 import math
 import os
+import resource
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -138,6 +157,7 @@ from mcdp.sampling import PRNG_IMPL, PRNG_IMPLS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
+    Timing,
     best_of,
     environment,
     environment_line,
@@ -153,6 +173,15 @@ DEFAULT_JSON = "benchmarks/results/floor.json"
 WARMUP_DRAWS = 100_000
 CHUNK_SCALARS = 1 << 20  # random scalars per chunk of the floor: 8 MB of float64
 CLIP = 1.0  # the suite's pairs do not depend on it; calibrate takes it
+# The floor's process: glibc's malloc serves blocks below 32 MiB (a chunk's
+# temporaries, 8 MB each) from its heap and keeps what it frees up to 4 GiB, so that
+# no chunk pays page faults for the last one's memory (module docstring). Other C
+# libraries ignore these variables.
+FLOOR_MALLOC = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
+}
+FLOOR_PROCESSES = ("child", "same")
 
 # --- the NumPy samplers ----------------------------------------------------------
 
@@ -399,6 +428,65 @@ def numpy_floor(
     return total
 
 
+def _minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def timed_floor(
+    name: str, draws: int, seed: int, chunk_scalars: int, repeats: int
+) -> tuple[Timing, int]:
+    """:func:`numpy_floor` of case ``name`` on its pair, the best of ``repeats``
+    runs in this process, and the minor page faults of the process while they
+    ran."""
+    pair, params = setup(name)
+    faults = _minor_faults()
+    timing = best_of(
+        repeats,
+        lambda: numpy_floor(name, pair, params, draws, seed, chunk_scalars),
+    )
+    return timing, _minor_faults() - faults
+
+
+def floor_in_child(
+    name: str, draws: int, seed: int, chunk_scalars: int, repeats: int
+) -> tuple[Timing, int]:
+    """:func:`timed_floor` in a fresh Python process with :data:`FLOOR_MALLOC`
+    and ``JAX_PLATFORMS=cpu`` (its parameters need JAX; the accelerator stays the
+    audits'). The process's start and imports are not timed."""
+    request = json.dumps(dict(
+        name=name, draws=draws, seed=seed, chunk_scalars=chunk_scalars,
+        repeats=repeats,
+    ))  # fmt: skip
+    here = str(Path(__file__).resolve().parent)
+    path = os.environ.get("PYTHONPATH")
+    env = {
+        **os.environ, **FLOOR_MALLOC, "JAX_PLATFORMS": "cpu",
+        "PYTHONPATH": here if not path else os.pathsep.join([here, path]),
+    }  # fmt: skip
+    code = "import sys, bench_floor; bench_floor.floor_child(sys.argv[1])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, request], env=env, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines() or ["(nothing on stderr)"]
+        raise RuntimeError(
+            f"the floor's process of {name} exited with {done.returncode}: "
+            f"{said[-1]}\n" + "\n".join(said[-30:-1])
+        )
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    faults = said.pop("page_faults")
+    return Timing(**said), faults
+
+
+def floor_child(request: str) -> None:
+    """The floor's process (:func:`floor_in_child`): times the floor that
+    ``request`` (JSON, :func:`timed_floor`'s arguments) asks for and prints its
+    timing and page faults as one line of JSON."""
+    timing, faults = timed_floor(**json.loads(request))
+    print(json.dumps({**asdict(timing), "page_faults": faults}))
+
+
 # --- the benchmark ----------------------------------------------------------------
 
 
@@ -427,6 +515,9 @@ class Cell:
     floor_seconds: float | None = None
     floor_cpu_utilisation: float | None = None
     floor_sum: float | None = None  # what the floor's draws reduce to
+    # the minor page faults of the floor's process while it ran (all its --repeats
+    # runs): first touches of memory that the system had to map
+    floor_page_faults: int | None = None
     audit_over_floor: float | None = None
     counting_over_floor: float | None = None  # (audit - prep) / floor
     # --ceilings: the best bound any event gives at N (mcdp.ceiling), where computed
@@ -507,18 +598,19 @@ def bench_case(
     part: str = "both",
     prng: str = PRNG_IMPL,
     candidates: Sequence[str] | None = None,
+    floor_process: str = "child",
 ) -> None:
     """Times the audit and the floor of case ``name`` at every N (only one of them
     where ``part`` is ``"audit"`` or ``"floor"``), the audits' seeds in the stream
-    ``prng``, their attack the portfolio of ``candidates`` where given;
-    ``done(cell)`` after each."""
+    ``prng``, their attack the portfolio of ``candidates`` where given, the floor in
+    a process of its own where ``floor_process`` is ``"child"``
+    (:func:`floor_in_child`), else in this one; ``done(cell)`` after each."""
     case = SUITE[name]
     warmup_seconds = None
     if part != "floor" and warmup_draws:
         t0 = time.perf_counter()
         mcdp.run(_spec(name, seed + 1, prng, candidates), mcdp.Draws(warmup_draws))
         warmup_seconds = time.perf_counter() - t0
-    pair, params = setup(name)
     for n in draws:
         fields: dict[str, Any] = {}
         if part != "floor":
@@ -538,14 +630,13 @@ def bench_case(
                 warmup_seconds=warmup_seconds,
             )
         if part != "audit":
-            floor = best_of(
-                repeats,
-                lambda n=n: numpy_floor(name, pair, params, n, seed, chunk_scalars),
-            )
+            timed = floor_in_child if floor_process == "child" else timed_floor
+            floor, faults = timed(name, n, seed, chunk_scalars, repeats)
             fields.update(
                 floor_seconds=floor.seconds,
                 floor_cpu_utilisation=floor.cpu_utilisation,
                 floor_sum=floor.result,
+                floor_page_faults=faults,
             )
         cell = Cell(
             case=name, pair=pair_of(name), dim=case.dim, epsilon=case.epsilon,
@@ -736,6 +827,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "of " + ",".join(CANDIDATES) + "; default: AuditSpec's default attack)",
     )
     parser.add_argument(
+        "--floor-process",
+        choices=FLOOR_PROCESSES,
+        default="child",
+        help="time the floor in a fresh process whose malloc keeps the memory it "
+        "frees (child, the default), or in the audits' process (same)",
+    )
+    parser.add_argument(
         "--ceilings",
         action="store_true",
         help="add each cell's ceiling (mcdp.ceiling, the best bound any event gives "
@@ -812,6 +910,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "floor": "numpy.random.default_rng (PCG64), float64, one core, chunks of "
         f"about {args.chunk_scalars} random scalars reduced to their sum",
         "chunk_scalars": args.chunk_scalars,
+        "floor_process": args.floor_process,
+        "floor_malloc": FLOOR_MALLOC if args.floor_process == "child" else None,
         "part": args.part,
         "prng": args.prng,
     }
@@ -862,6 +962,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.part,
                 args.prng,
                 args.candidates,
+                args.floor_process,
             )
         except Exception as error:  # record it, go on with the rest
             skipped[name] = f"failed: {type(error).__name__}: {error}"

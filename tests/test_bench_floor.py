@@ -101,6 +101,24 @@ def test_the_floor_reduces_every_draw(name):
     assert total == pytest.approx(whole, rel=1e-12, abs=1e-9)
 
 
+@pytest.mark.parametrize("name", ["truncated-geometric", "svt3"])
+def test_the_floor_in_a_process_of_its_own_draws_what_it_draws_here(name):
+    # the same stream, sampler and chunks in another process, whose malloc keeps
+    # its memory: the same numbers, so the same sum to the last bit
+    pair, params = bench_floor.setup(name)
+    here = bench_floor.numpy_floor(name, pair, params, 5000, SEED, chunk_scalars=4096)
+    there, faults = bench_floor.floor_in_child(name, 5000, SEED, 4096, repeats=2)
+    assert there.result == here
+    assert there.seconds > 0 and there.cpu_utilisation > 0 and faults >= 0
+    mine, _ = bench_floor.timed_floor(name, 5000, SEED, 4096, repeats=1)
+    assert mine.result == here
+
+
+def test_the_floors_process_that_fails_says_which_case_and_why():
+    with pytest.raises(RuntimeError, match="no-such-case.*KeyError"):
+        bench_floor.floor_in_child("no-such-case", 10, SEED, 64, repeats=1)
+
+
 def test_the_command_line_defaults():
     args = bench_floor.parse_args([])
     assert args.draws == [10**7, 10**8]
@@ -112,6 +130,8 @@ def test_the_command_line_defaults():
     with pytest.raises(SystemExit):
         bench_floor.parse_args(["--cases", "no-such-case"])
     assert args.part == "both" and args.merge is None and not args.ceilings
+    assert args.floor_process == "child"
+    assert bench_floor.parse_args(["--floor-process", "same"]).floor_process == "same"
     assert bench_floor.parse_args(["--warmup-draws", "1e7"]).warmup_draws == 10**7
     assert bench_floor.parse_args(["--warmup-draws", "0"]).warmup_draws == 0
     with pytest.raises(SystemExit):
