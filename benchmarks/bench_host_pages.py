@@ -15,10 +15,19 @@ for ``--rounds`` rounds, one fresh process per form: a warm-up audit at 10^5 dra
 then the timed default audit at ``--draws`` N, the process's first large one, as
 the command line's audit is. Each row gives the audit's seconds, its
 preparation's, the selection draws' and the choice's (the record's
-``attack_stages``), and its bound, which must be the same in both forms.
+``attack_stages``), the minor page faults of the timed audit, and its bound,
+which must be the same in both forms.
 
     python benchmarks/bench_host_pages.py --cases truncated-geometric,svt1 \\
         --json benchmarks/results/host_pages.json
+
+``--switch narrow-outcomes`` compares instead the outcome attacks' values on the
+selection draws in floats and in the narrowest unsigned integer that holds their
+outcomes (``mcdp.attacks.NARROW_OUTCOMES``, one byte for up to 256; the default
+since 2026-11-29), the host arrays in base pages in both::
+
+    python benchmarks/bench_host_pages.py --switch narrow-outcomes \\
+        --cases truncated-geometric,report-noisy-max2,svt1 --json F
 """
 
 from __future__ import annotations
@@ -34,48 +43,60 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, parse_count, print_table  # noqa: E402
 
-FORMS = {"numpy": False, "base pages": True}
+# --switch -> (module, its switch, {form: the switch's value})
+SWITCHES = {
+    "host-pages": (
+        "mcdp.engines.device", "HOST_PAGES_SMALL", {"numpy": False, "base pages": True}
+    ),
+    "narrow-outcomes": (
+        "mcdp.attacks", "NARROW_OUTCOMES", {"floats": False, "one byte": True}
+    ),
+}  # fmt: skip
 WARMUP_DRAWS = 100_000
 
-# what each fresh process runs: argv = case, draws, HOST_PAGES_SMALL (0 or 1)
+# what each fresh process runs: argv = case, draws, module, switch, its value (0, 1)
 CHILD = """
-import json, sys, time
+import importlib, json, resource, sys, time
 sys.path.insert(0, {here!r})
 import mcdp
-from mcdp.engines import device
 from bench_floor import _spec
-name, draws, small = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
-device.HOST_PAGES_SMALL = small
+name, draws, module, switch = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+setattr(importlib.import_module(module), switch, sys.argv[5] == "1")
 mcdp.run(_spec(name, 1), mcdp.Draws({warmup}))
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 start = time.perf_counter()
 record = mcdp.run(_spec(name, 0), mcdp.Draws(draws))
 seconds = time.perf_counter() - start
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
 stages = dict(record.attack_stages)
 print(json.dumps(dict(
     audit_seconds=seconds, prep_seconds=record.attack_seconds,
     selection_seconds=stages.get("selection draws"),
-    choice_seconds=stages.get("choice"),
+    choice_seconds=stages.get("choice"), page_faults=faults,
     attack=record.attack, bound=record.epsilon_lower,
 )))
 """
 
 
-def run_form(name: str, draws: int, small: bool) -> dict:
-    """One fresh process's audit of ``name`` at ``draws``, in one form."""
+def run_form(name: str, draws: int, module: str, switch: str, on: bool) -> dict:
+    """One fresh process's audit of ``name`` at ``draws``, with ``module``'s
+    ``switch`` set to ``on``."""
     code = CHILD.format(here=str(Path(__file__).resolve().parent), warmup=WARMUP_DRAWS)
     done = subprocess.run(
-        [sys.executable, "-c", code, name, str(draws), "1" if small else "0"],
+        [sys.executable, "-c", code, name, str(draws), module, switch,
+         "1" if on else "0"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def rows(cases: list[str], draws: int, rounds: int):
+def rows(cases: list[str], draws: int, rounds: int, switch: str = "host-pages"):
+    module, name_of_switch, forms = SWITCHES[switch]
     for name in cases:
         for round_ in range(1, rounds + 1):
-            for form, small in FORMS.items():
+            for form, on in forms.items():
                 started = time.time()
-                row = run_form(name, draws, small)
+                row = run_form(name, draws, module, name_of_switch, on)
                 yield {
                     "case": name, "round": round_, "form": form, "draws": draws,
                     "started": started, **row,
@@ -88,23 +109,31 @@ def main(argv=None) -> int:
     parser.add_argument("--draws", type=parse_count, default=10**8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument(
+        "--switch", choices=tuple(SWITCHES), default="host-pages",
+        help="the two forms compared (default host-pages)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     header = (
-        "| case | round | host arrays | audit s | prep s | selection draws s | "
-        "choice s | chose, bound |"
+        "| case | round | form | audit s | prep s | selection draws s | "
+        "choice s | page faults | chose, bound |"
     )
 
     def line(r: dict) -> str:
         return (
             f"| `{r['case']}` | {r['round']} | {r['form']} | {r['audit_seconds']:.2f} "
             f"| {r['prep_seconds']:.2f} | {r['selection_seconds']:.2f} | "
-            f"{r['choice_seconds']:.2f} | {r['attack']} {r['bound']!r} |"
+            f"{r['choice_seconds']:.2f} | {r['page_faults']} | "
+            f"{r['attack']} {r['bound']!r} |"
         )
 
     results = print_table(
-        header, rows(args.cases.split(","), args.draws, args.rounds), line, args.json
+        header,
+        rows(args.cases.split(","), args.draws, args.rounds, args.switch),
+        line,
+        args.json,
     )
     if args.json:  # the settings beside the rows
         payload = json.loads(Path(args.json).read_text(encoding="utf-8"))

@@ -37,6 +37,7 @@ from conftest import Z, load_benchmark
 
 SEED = 20261125
 SMALL = dict(train_draws=20_000, select_draws=20_000)
+OUTCOME_LABELS = ("support", "structure", "majority", "float-support")
 
 
 def test_auto_is_the_default_of_the_epsilon_delta_audit_and_of_the_search():
@@ -405,6 +406,45 @@ def _by_block(f):
     import jax
 
     return lambda ys: jax.lax.map(f, ys)
+
+
+def test_outcomes_held_in_one_byte_change_no_record(monkeypatch):
+    """The outcome attacks' values on the selection draws held in one byte each
+    (NARROW_OUTCOMES) give the record that floats give: the same outcomes, so the
+    same counts, selection table and bound."""
+    real, held = attacks.draw, []
+
+    def spy(*args, **options):
+        out = real(*args, **options)
+        if options.get("transform") is not None:
+            held.append([np.asarray(v).dtype for v in out])
+        return out
+
+    monkeypatch.setattr(attacks, "draw", spy)
+    records = []
+    for narrow in (False, True):
+        monkeypatch.setattr(attacks, "NARROW_OUTCOMES", narrow)
+        records.append(
+            mcdp.audit_delta(
+                "report-noisy-max1",
+                0.1,
+                0.0,
+                5,
+                200_000,
+                pair="one-below-rest-above",
+                seed=3,
+            )  # fmt: skip
+        )
+    floats, narrow = records
+    assert narrow.attack == floats.attack == "majority"
+    assert narrow.epsilon_lower == floats.epsilon_lower
+    assert narrow.selection == floats.selection
+    assert len(held) == 2
+    labels = list(narrow.selection)  # in the candidates' order, as their arrays
+    assert [dtype.kind for dtype in held[0]] == ["f"] * len(labels)
+    outcomes = [label in OUTCOME_LABELS for label in labels]
+    assert sum(outcomes) == 2  # majority and float-support apply here
+    assert [dtype == np.uint8 for dtype in held[1]] == outcomes, (labels, held[1])
 
 
 @pytest.mark.slow
