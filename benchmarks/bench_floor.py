@@ -46,7 +46,7 @@ none), at its claimed epsilon and input length, and for every ``N`` of ``--draws
   runs (``snapping``'s from 1.9 to 3.4 s). Kept, no case's floor is slower (all 21
   at 1e7), and the floor is what NumPy needs, not what glibc's history costs it.
   The audits keep the default settings in their own process: what a user's run
-  gets (with the pages kept, ``svt1``'s audit at 1e8 took 1.2-1.3x as long).
+  gets (with the pages kept, the audits measured were no shorter).
   ``--floor-process same`` times the floor in the audits' process instead, as
   before 2026-11-29.
 
