@@ -38,12 +38,13 @@ none), at its claimed epsilon and input length, and for every ``N`` of ``--draws
   keeps the blocks it frees (:data:`FLOOR_MALLOC`): each chunk's temporaries then
   reuse the pages of the last chunk's. Under the default settings, glibc returns
   some of them to the system, and the next chunk's pay a page fault per 4 KB page
-  on first touch: in one process the floor of ``snapping`` at 1e8 took 3.2-3.5 s
-  so and 2.1 s with the pages kept, that of ``truncated-geometric`` at 1e7 0.30 s
-  against 0.17 s (57036 faults against none), ``svt1`` and ``svt3`` 1.3x as long;
-  and whether they are returned depends on what the process allocated before (an
-  audit of another case, say), so the floor in the audits' process moved between
-  runs (``snapping``'s from 1.9 to 3.4 s). Kept, no case's floor is slower (all 21
+  on first touch. In one process, ``snapping``'s floor at 1e8 took 3.2-3.5 s under
+  the default settings and 2.1 s with the pages kept; at 1e7,
+  ``truncated-geometric``'s took 0.30 s against 0.17 s (57036 faults against
+  none), and ``svt1``'s and ``svt3``'s 1.3x as long. Whether the blocks are
+  returned depends on what the process allocated before (an audit of another
+  case, say), so the floor in the audits' process moved between runs
+  (``snapping``'s from 1.9 to 3.4 s). Kept, no case's floor is slower (all 21
   at 1e7), and the floor is what NumPy needs, not what glibc's history costs it.
   The audits keep the default settings in their own process: what a user's run
   gets (with the pages kept, the audits measured were no shorter).
