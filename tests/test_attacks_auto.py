@@ -421,20 +421,14 @@ def test_outcomes_held_in_one_byte_change_no_record(monkeypatch):
         return out
 
     monkeypatch.setattr(attacks, "draw", spy)
+    audit = functools.partial(
+        mcdp.audit_delta, "report-noisy-max1", 0.1, 0.0, 5, 200_000,
+        pair="one-below-rest-above", seed=3,
+    )  # fmt: skip
     records = []
     for narrow in (False, True):
         monkeypatch.setattr(attacks, "NARROW_OUTCOMES", narrow)
-        records.append(
-            mcdp.audit_delta(
-                "report-noisy-max1",
-                0.1,
-                0.0,
-                5,
-                200_000,
-                pair="one-below-rest-above",
-                seed=3,
-            )  # fmt: skip
-        )
+        records.append(audit())
     floats, narrow = records
     assert narrow.attack == floats.attack == "majority"
     assert narrow.epsilon_lower == floats.epsilon_lower
