@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -219,6 +220,37 @@ def max_rss_bytes(usage: Any) -> int:
     """The peak resident set of a ``resource.getrusage`` (or ``os.wait4``) result,
     in bytes: ``ru_maxrss`` is in bytes on macOS and in KiB elsewhere."""
     return usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+
+
+def minor_faults() -> int:
+    """This process's minor page faults so far: first touches of memory that the
+    system had to map (POSIX)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def child_json(
+    code: str, *args: str, env: dict[str, str] | None = None, what: str = "a child"
+) -> dict[str, Any]:
+    """Runs ``python -c code args`` in a fresh process (with ``env``, by default
+    this one's) and returns the JSON object of the last line it printed.
+
+    Raises:
+      RuntimeError: where the process fails, with its last line on stderr (the
+        error) first, then the lines before it; ``what`` names the process.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines() or ["(nothing on stderr)"]
+        raise RuntimeError(
+            f"{what} exited with {done.returncode}: {said[-1]}\n"
+            + "\n".join(said[-30:-1])
+        )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def own_max_rss_bytes() -> int | None:

@@ -131,8 +131,6 @@ import argparse
 import json
 import math
 import os
-import resource
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -160,8 +158,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     Timing,
     best_of,
+    child_json,
     environment,
     environment_line,
+    minor_faults,
     own_max_rss_bytes,
     parse_count_or_zero,
     parse_ints,
@@ -429,10 +429,6 @@ def numpy_floor(
     return total
 
 
-def _minor_faults() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
 def timed_floor(
     name: str, draws: int, seed: int, chunk_scalars: int, repeats: int
 ) -> tuple[Timing, int]:
@@ -440,12 +436,12 @@ def timed_floor(
     runs in this process, and the minor page faults of the process while they
     ran."""
     pair, params = setup(name)
-    faults = _minor_faults()
+    faults = minor_faults()
     timing = best_of(
         repeats,
         lambda: numpy_floor(name, pair, params, draws, seed, chunk_scalars),
     )
-    return timing, _minor_faults() - faults
+    return timing, minor_faults() - faults
 
 
 def floor_in_child(
@@ -465,17 +461,7 @@ def floor_in_child(
         "PYTHONPATH": here if not path else os.pathsep.join([here, path]),
     }  # fmt: skip
     code = "import sys, bench_floor; bench_floor.floor_child(sys.argv[1])"
-    done = subprocess.run(
-        [sys.executable, "-c", code, request], env=env, capture_output=True,
-        text=True, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        said = done.stderr.strip().splitlines() or ["(nothing on stderr)"]
-        raise RuntimeError(
-            f"the floor's process of {name} exited with {done.returncode}: "
-            f"{said[-1]}\n" + "\n".join(said[-30:-1])
-        )
-    said = json.loads(done.stdout.strip().splitlines()[-1])
+    said = child_json(code, request, env=env, what=f"the floor's process of {name}")
     faults = said.pop("page_faults")
     return Timing(**said), faults
 

@@ -34,14 +34,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment, parse_count, print_table  # noqa: E402
+from _common import (  # noqa: E402
+    child_json,
+    environment,
+    parse_count,
+    print_table,
+)
 
 # --switch -> (module, its switch, {form: the switch's value})
 SWITCHES = {
@@ -56,18 +60,19 @@ WARMUP_DRAWS = 100_000
 
 # what each fresh process runs: argv = case, draws, module, switch, its value (0, 1)
 CHILD = """
-import importlib, json, resource, sys, time
+import importlib, json, sys, time
 sys.path.insert(0, {here!r})
 import mcdp
+from _common import minor_faults
 from bench_floor import _spec
 name, draws, module, switch = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 setattr(importlib.import_module(module), switch, sys.argv[5] == "1")
 mcdp.run(_spec(name, 1), mcdp.Draws({warmup}))
-faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+faults = minor_faults()
 start = time.perf_counter()
 record = mcdp.run(_spec(name, 0), mcdp.Draws(draws))
 seconds = time.perf_counter() - start
-faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+faults = minor_faults() - faults
 stages = dict(record.attack_stages)
 print(json.dumps(dict(
     audit_seconds=seconds, prep_seconds=record.attack_seconds,
@@ -82,12 +87,10 @@ def run_form(name: str, draws: int, module: str, switch: str, on: bool) -> dict:
     """One fresh process's audit of ``name`` at ``draws``, with ``module``'s
     ``switch`` set to ``on``."""
     code = CHILD.format(here=str(Path(__file__).resolve().parent), warmup=WARMUP_DRAWS)
-    done = subprocess.run(
-        [sys.executable, "-c", code, name, str(draws), module, switch,
-         "1" if on else "0"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    flag = "1" if on else "0"
+    return child_json(
+        code, name, str(draws), module, switch, flag, what=f"the audit of {name}"
+    )
 
 
 def rows(cases: list[str], draws: int, rounds: int, switch: str = "host-pages"):
