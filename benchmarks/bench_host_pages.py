@@ -28,6 +28,14 @@ since 2026-11-29), the host arrays in base pages in both::
 
     python benchmarks/bench_host_pages.py --switch narrow-outcomes \\
         --cases truncated-geometric,report-noisy-max2,svt1 --json F
+
+``--switch mlp-dtype`` compares the portfolio's MLP trained and scored in the
+audit's float64 and in float32 (``mcdp.learning.MLP_DTYPE``; the default since
+2026-11-29). Its scores, and so its row of the selection table, differ at float32's
+rounding; the bound must be the same where the MLP is not chosen::
+
+    python benchmarks/bench_host_pages.py --switch mlp-dtype \\
+        --cases laplace-parallel,rappor,one-time-rappor --json F
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -47,7 +56,7 @@ from _common import (  # noqa: E402
     print_table,
 )
 
-# --switch -> (module, its switch, {form: the switch's value})
+# --switch -> (module, its switch, {form: the switch's value, as JSON carries it})
 SWITCHES = {
     "host-pages": (
         "mcdp.engines.device", "HOST_PAGES_SMALL", {"numpy": False, "base pages": True}
@@ -55,10 +64,13 @@ SWITCHES = {
     "narrow-outcomes": (
         "mcdp.attacks", "NARROW_OUTCOMES", {"floats": False, "one byte": True}
     ),
+    "mlp-dtype": (
+        "mcdp.learning", "MLP_DTYPE", {"float64": None, "float32": "float32"}
+    ),
 }  # fmt: skip
 WARMUP_DRAWS = 100_000
 
-# what each fresh process runs: argv = case, draws, module, switch, its value (0, 1)
+# what each fresh process runs: argv = case, draws, module, switch, its value (JSON)
 CHILD = """
 import importlib, json, sys, time
 sys.path.insert(0, {here!r})
@@ -66,7 +78,8 @@ import mcdp
 from _common import minor_faults
 from bench_floor import _spec
 name, draws, module, switch = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-setattr(importlib.import_module(module), switch, sys.argv[5] == "1")
+switched = importlib.import_module(module)
+setattr(switched, switch, json.loads(sys.argv[5]))
 mcdp.run(_spec(name, 1), mcdp.Draws({warmup}))
 faults = minor_faults()
 start = time.perf_counter()
@@ -79,27 +92,28 @@ print(json.dumps(dict(
     selection_seconds=stages.get("selection draws"),
     choice_seconds=stages.get("choice"), page_faults=faults,
     attack=record.attack, bound=record.epsilon_lower,
+    switch_value=getattr(switched, switch),
 )))
 """
 
 
-def run_form(name: str, draws: int, module: str, switch: str, on: bool) -> dict:
+def run_form(name: str, draws: int, module: str, switch: str, value: Any) -> dict:
     """One fresh process's audit of ``name`` at ``draws``, with ``module``'s
-    ``switch`` set to ``on``."""
+    ``switch`` set to ``value`` (a JSON value)."""
     code = CHILD.format(here=str(Path(__file__).resolve().parent), warmup=WARMUP_DRAWS)
-    flag = "1" if on else "0"
     return child_json(
-        code, name, str(draws), module, switch, flag, what=f"the audit of {name}"
-    )
+        code, name, str(draws), module, switch, json.dumps(value),
+        what=f"the audit of {name}",
+    )  # fmt: skip
 
 
 def rows(cases: list[str], draws: int, rounds: int, switch: str = "host-pages"):
     module, name_of_switch, forms = SWITCHES[switch]
     for name in cases:
         for round_ in range(1, rounds + 1):
-            for form, on in forms.items():
+            for form, value in forms.items():
                 started = time.time()
-                row = run_form(name, draws, module, name_of_switch, on)
+                row = run_form(name, draws, module, name_of_switch, value)
                 yield {
                     "case": name, "round": round_, "form": form, "draws": draws,
                     "started": started, **row,

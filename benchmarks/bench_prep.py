@@ -12,12 +12,13 @@ stages (``attack_stages``, seconds). To compare two versions of mcdp, run it at 
 
 ``--cpu`` adds each stage's CPU seconds (the process's, every thread's) and their
 ratio to its wall seconds: how many cores the stage kept busy. ``--products`` times
-instead the MLP's two float64 products at a training step's shapes (a minibatch of
-``learning.BATCH`` rows, ``--width`` features, ``learning.HIDDEN`` hidden units: the
-forward product, and the gradient's, which sums over the rows) beside one large
-square product, in GFLOP/s, best of ``--repeats`` rounds of 20 products (2 of the
-square one): what the arithmetic of the MLP's training costs at this machine's
-rates.
+instead the MLP's two products in ``--dtype`` (float64 by default; the MLP trains in
+``learning.MLP_DTYPE``, float32, since 2026-11-29) at a training step's shapes (a
+minibatch of ``learning.BATCH`` rows, ``--width`` features, ``learning.HIDDEN``
+hidden units: the forward product, and the gradient's, which sums over the rows)
+beside one large square product, in GFLOP/s, best of ``--repeats`` rounds of 20
+products (2 of the square one): what the arithmetic of the MLP's training costs at
+this machine's rates.
 
 ``--basis`` times instead the host's part of a scorer's preparation,
 ``learning.find_basis`` (each output coordinate's atoms and hinges) of a pooled
@@ -107,9 +108,9 @@ def bench_case(name: str, args: argparse.Namespace) -> dict:
     return row
 
 
-def bench_products(width: int, repeats: int) -> list[dict]:
-    """GFLOP/s of the MLP's float64 products at a training step's shapes, and of a
-    large square product (the module's docstring, ``--products``)."""
+def bench_products(width: int, repeats: int, dtype: str = "float64") -> list[dict]:
+    """GFLOP/s of the MLP's products in ``dtype`` at a training step's shapes, and
+    of a large square product (the module's docstring, ``--products``)."""
     rng = np.random.default_rng(0)
     rows, hidden, side = learning.BATCH, learning.HIDDEN, 4096
 
@@ -118,20 +119,20 @@ def bench_products(width: int, repeats: int) -> list[dict]:
             lambda a, b: jnp.einsum(spec, a, b, precision=jax.lax.Precision.HIGHEST)
         )
 
+    def array(*shape):
+        return jnp.asarray(rng.random(shape), dtype)
+
     with jax.enable_x64(True):
-        z = jnp.asarray(rng.random((rows, width)))
+        z = array(rows, width)
         cases = {
             f"forward: ({rows}, {width}) x ({width}, {hidden})": (
-                product("rf,fh->rh"), z, jnp.asarray(rng.random((width, hidden))),
-                rows * width * hidden,
+                product("rf,fh->rh"), z, array(width, hidden), rows * width * hidden,
             ),
             f"gradient: ({rows}, {width})^T x ({rows}, {hidden})": (
-                product("rf,rh->fh"), z, jnp.asarray(rng.random((rows, hidden))),
-                rows * width * hidden,
+                product("rf,rh->fh"), z, array(rows, hidden), rows * width * hidden,
             ),
             f"square: {side}^3": (
-                product("ij,jk->ik"), jnp.asarray(rng.random((side, side))),
-                jnp.asarray(rng.random((side, side))), side**3,
+                product("ij,jk->ik"), array(side, side), array(side, side), side**3,
             ),
         }  # fmt: skip
         out = []
@@ -145,7 +146,7 @@ def bench_products(width: int, repeats: int) -> list[dict]:
 
             timing = best_of(repeats, run)
             rate = 2 * fmas * reps / timing.seconds / 1e9
-            out.append({"product": label, "gflops": rate,
+            out.append({"product": label, "dtype": dtype, "gflops": rate,
                         "cpu_utilisation": timing.cpu_utilisation})  # fmt: skip
             print(f"{label}: {rate:.1f} GFLOP/s, {timing.cpu_utilisation:.2f} cores")
     return out
@@ -177,6 +178,10 @@ def main(argv=None) -> int:
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--products", action="store_true")
     parser.add_argument("--width", type=parse_count, default=160)
+    parser.add_argument(
+        "--dtype", choices=("float64", "float32"), default="float64",
+        help="--products: the products' dtype (default float64)",
+    )  # fmt: skip
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     env = environment()
@@ -188,7 +193,7 @@ def main(argv=None) -> int:
             write_json(args.json, {**payload, "settings": vars(args), "results": rows})
         return 0
     if args.products:
-        rows = bench_products(args.width, args.repeats)
+        rows = bench_products(args.width, args.repeats, args.dtype)
         if args.json:
             payload = {"benchmark": "prep --products", "environment": env}
             write_json(args.json, {**payload, "settings": vars(args), "results": rows})

@@ -1456,8 +1456,11 @@ def _portfolio_choice(
         # a hair below the loss's atoms, and below a few-valued scorer's: the
         # counting scores in another program than the selection draws, and on a
         # GPU two programs rounded equal outputs' MLP scores apart in their last
-        # bits (tests/test_learning.py); a threshold on an atom would then drop it
-        hair = dict(adjust=functools.partial(_below_atoms, dtype=dtype))
+        # bits (tests/test_learning.py); a threshold on an atom would then drop
+        # it. The hair is of the values' own precision (the MLP's float32).
+        floats = np.issubdtype(values[j].dtype, np.floating)
+        hair_dtype = values[j].dtype.name if floats else dtype
+        hair = dict(adjust=functools.partial(_below_atoms, dtype=hair_dtype))
         if candidate.label == "lr":
             choice = hair
         elif few:

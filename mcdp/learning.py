@@ -43,6 +43,11 @@ from mcdp.statistics import clopper_pearson_arrays
 
 MODELS = ("logistic", "mlp")
 HIDDEN = 32  # the MLP's hidden units
+# The MLP's weights and arithmetic: its features are standardised at the audit's
+# precision, then rounded to this. In float32 its steps on a CPU take 0.3-0.4x the
+# time of float64's (benchmarks/RESULTS.md, "The MLP in float32"); None: the
+# audit's float, as for the logistic scorers.
+MLP_DTYPE: str | None = "float32"
 STEPS = 400  # optimiser steps
 BATCH = 1 << 16  # outputs per step: the whole sample up to this size, else a minibatch
 SHUFFLE_SEED = 0  # the fixed shuffle of a sample larger than a batch
@@ -374,7 +379,9 @@ def _logistic_head(z: Array, weights: Any) -> Array:
 
 def _mlp_head(z: Array, weights: Any) -> Array:
     w1, b1, w2, b2 = weights
-    return jnp.tanh(z @ w1 + b1[None, :]) @ w2 + b2
+    highest = jax.lax.Precision.HIGHEST  # a GPU's default for float32 is TF32
+    hidden = jnp.tanh(jnp.dot(z.astype(w1.dtype), w1, precision=highest) + b1[None, :])
+    return jnp.dot(hidden, w2, precision=highest) + b2
 
 
 HEADS = {"logistic": _logistic_head, "mlp": _mlp_head}
@@ -500,12 +507,13 @@ def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     after another, the product counts 2.7-4.5x as fast and scores the selection
     draws 12x as fast (``svt6``, ``svt1``; benchmarks/RESULTS.md, "The MLP's hidden
     layer as one product on a CPU")."""
-    z = _standardized(_flat(parts), scorer.mean, scorer.scale)
+    z = _standardized(_flat(parts), scorer.mean, scorer.scale).astype(w.dtype)
     return jnp.dot(z, w, precision=jax.lax.Precision.HIGHEST)
 
 
 def score_mlp(y: Array, scorer: Scorer, parts=feature_parts) -> Array:
-    """The output of the MLP (tanh hidden layer): high speaks for the first input."""
+    """The output of the MLP (tanh hidden layer): high speaks for the first input;
+    in its weights' dtype (:data:`MLP_DTYPE`)."""
     w1, b1, w2, b2 = scorer.weights
     hidden = _mlp_hidden(parts(y, scorer.basis), w1, scorer) + b1[None, :]
     return jnp.sum(jnp.tanh(hidden) * w2[None, :], axis=-1) + b2
@@ -562,6 +570,14 @@ def score_of(feature_set: str, model: str, scorer: Scorer) -> Callable:
         return score
     zero = zero_terms(scorer, feature_set)
     return _score_leaving_out(feature_set, model, zero) if any(zero) else score
+
+
+def model_dtype(model: str) -> Any:
+    """The dtype that a scorer of ``model`` trains and scores in: the MLP's
+    :data:`MLP_DTYPE`, else the audit's float."""
+    if model == "mlp" and MLP_DTYPE is not None:
+        return jnp.dtype(MLP_DTYPE)
+    return jnp.result_type(float)
 
 
 def _init(key: PRNGKey, model: str, width: int, dtype) -> Any:
@@ -815,7 +831,7 @@ def fit(
         raise ValueError(
             "Expected either y_first, y_second (and knots) or sample, not both."
         )
-    dtype = jnp.result_type(float)
+    dtype = model_dtype(model)
     y, labels, basis, batch = sample.y, sample.labels, sample.basis, sample.batch
     phi = FEATURES[feature_set](y[:batch], basis)  # one batch: it only preconditions
     mean = jnp.mean(phi, axis=0)
@@ -1108,11 +1124,13 @@ def _train(
     train, ``mean``, ``scale`` and the first layer's ``weights`` theirs alone; the
     others are left out (:func:`fit`)."""
     head = HEADS[model]
+    dtype = jax.tree.leaves(weights)[0].dtype  # the model's (:func:`model_dtype`)
     blocks = labels.shape[0] // batch  # a label per row of the sample, in every form
-    labels = labels[: blocks * batch]
+    labels = labels[: blocks * batch].astype(dtype)
 
     def standardized(y):
-        return _standardized_features(y, basis, mean, scale, feature_set, columns)
+        z = _standardized_features(y, basis, mean, scale, feature_set, columns)
+        return z.astype(dtype)
 
     # the steps slice their batches from the first blocks * batch rows; only the
     # features computed once are of those rows alone (a slice of the outputs would
@@ -1127,7 +1145,7 @@ def _train(
         inputs = standardized(y[: blocks * batch])
 
     def loss(weights, inputs, labels):
-        z = standardized(inputs) if form == "every step" else inputs
+        z = standardized(inputs) if form == "every step" else inputs.astype(dtype)
         return jnp.mean(optax.sigmoid_binary_cross_entropy(head(z, weights), labels))
 
     def grads_of(k, weights):
@@ -1176,8 +1194,9 @@ def _train_distinct(
     outputs' features, not the minibatch's."""
     head = HEADS[model]
     blocks = counts.shape[0]
-    z = _standardized_features(rows, basis, mean, scale, feature_set)
-    ones = jnp.ones(rows.shape[0], z.dtype)
+    dtype = jax.tree.leaves(weights)[0].dtype  # the model's (:func:`model_dtype`)
+    z = _standardized_features(rows, basis, mean, scale, feature_set).astype(dtype)
+    ones = jnp.ones(rows.shape[0], dtype)
 
     def loss(weights, counted):
         logit = head(z, weights)
@@ -1187,7 +1206,7 @@ def _train_distinct(
 
     def grads_at(i, weights):
         counted = jax.lax.dynamic_index_in_dim(counts, i % blocks, keepdims=False)
-        return jax.grad(loss)(weights, counted)
+        return jax.grad(loss)(weights, counted.astype(dtype))
 
     return _adam_steps(weights, grads_at, learning_rate, steps)
 

@@ -14,7 +14,19 @@ from mcdp import ceiling, learning
 from mcdp.attacks import learned_sizes
 from mcdp.sampling import cell_key
 
-from conftest import binomial_variance
+from conftest import FAIL_PROB, binomial_variance
+
+# Agreement "to rounding" of two computations of one scorer, by the precision it
+# trains in (learning.model_dtype): {dtype: (after a few Adam steps, one forward
+# pass)}. Adam divides each step by the gradient's running size, so rounding in the
+# gradients moves the weights by more than their own rounding: after 20-30 steps the
+# MLP's float32 weights differed by up to 4e-5 of their largest (1e-12 in float64).
+ROUNDING = {"float64": (1e-9, 1e-10), "float32": (1e-3, 1e-5)}
+
+
+def _precision(scorer: learning.Scorer) -> str:
+    """The dtype of ``scorer``'s weights."""
+    return np.asarray(jax.tree.leaves(scorer.weights)[0]).dtype.name
 
 
 def _mixed(rng, n):
@@ -364,9 +376,10 @@ def test_few_distinct_outputs_train_on_their_counts_as_on_every_row(model, featu
             ))
             for scorer in scorers
         ]  # fmt: skip
+    steps_rounding = ROUNDING[_precision(scorers[0])][0]
     for x, z in zip(*map(jax.tree.leaves, (s.weights for s in scorers)), strict=True):
         x, z = np.asarray(x), np.asarray(z)
-        np.testing.assert_allclose(x, z, rtol=0, atol=1e-9 * np.abs(x).max())
+        np.testing.assert_allclose(x, z, rtol=0, atol=steps_rounding * np.abs(x).max())
     assert np.array_equal(np.argsort(scores[0]), np.argsort(scores[1]))
     for value in (np.nan, -0.0):
         spoilt = first.copy()
@@ -480,7 +493,7 @@ def test_features_zero_on_every_training_row_are_left_out_of_the_steps(
         batch = sample.batch
         used = (sample.y.shape[0] // batch) * batch
         phi = np.asarray(learning.FEATURES[feature_set](sample.y[:used], sample.basis))
-        initial = learning._init(key, model, phi.shape[1], jnp.float64)
+        initial = learning._init(key, model, phi.shape[1], learning.model_dtype(model))
     assert np.all(np.asarray(sample.y[:batch, 2]) == 0)
     assert np.any(np.asarray(sample.y[batch:used, 2]) != 0)
     mean, scale = (np.asarray(a) for a in scorers[0][:2])
@@ -491,9 +504,12 @@ def test_features_zero_on_every_training_row_are_left_out_of_the_steps(
     assert not zero[rare_value]
     full, skipped = (jax.tree.leaves(s.weights) for s in scorers)
     assert np.asarray(skipped[0])[rare_value].any()
+    # the same steps but for sums of fewer zero terms: 1e-12 of the largest weight
+    # in float64, a few float32 roundings (1e-5) in the MLP's float32
+    tol = {"float64": 1e-12, "float32": 1e-5}[_precision(scorers[0])]
     for x, z, start in zip(full, skipped, jax.tree.leaves(initial), strict=True):
         x, z, start = np.asarray(x), np.asarray(z), np.asarray(start)
-        np.testing.assert_allclose(z, x, rtol=0, atol=1e-12 * np.abs(x).max())
+        np.testing.assert_allclose(z, x, rtol=0, atol=tol * np.abs(x).max())
         if x.shape[:1] == zero.shape:  # the first layer: one row per feature
             np.testing.assert_array_equal(z[zero], start[zero])
             np.testing.assert_array_equal(x[zero], start[zero])
@@ -698,7 +714,8 @@ def test_scores_are_the_trained_models_on_the_standardised_features(model, featu
         z = (phi - scorer.mean[None, :]) / scorer.scale[None, :]
         expected = np.asarray(learning.HEADS[model](z, scorer.weights))
         score = learning.SCORES_BY_FEATURES[feature_set][model](y, scorer)
-    np.testing.assert_allclose(np.asarray(score), expected, rtol=1e-10, atol=1e-10)
+    tol = ROUNDING[_precision(scorer)][1]
+    np.testing.assert_allclose(np.asarray(score), expected, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("by_block", [True, False])
@@ -1166,3 +1183,52 @@ def test_the_logistic_scores_term_by_term_are_the_sums_by_block(feature_set):
     assert np.all(np.abs(by_term - by_block) <= bound)
     if jax.default_backend() == "cpu":
         np.testing.assert_array_equal(score, by_term + np.asarray(scorer.weights[1]))
+
+
+@pytest.mark.parametrize("mlp_dtype", [None, "float32"])
+def test_the_mlp_trains_and_scores_in_its_own_precision(monkeypatch, mlp_dtype):
+    """In a float64 audit the MLP's weights, its steps and its scores are in
+    :data:`learning.MLP_DTYPE` (``None``: the audit's float64); the logistic
+    scorer's stay in float64."""
+    monkeypatch.setattr(learning, "MLP_DTYPE", mlp_dtype)
+    y = _mixed(np.random.default_rng(4), 4000)
+    with jax.enable_x64(True):
+        for model in learning.MODELS:
+            scorer = learning.fit(
+                cell_key(0, "fit"), y[:2000], y[2000:] + 0.5, model=model, steps=5
+            )
+            score = learning.SCORES_BY_FEATURES["moments"][model](y, scorer)
+            want = mlp_dtype if model == "mlp" and mlp_dtype else "float64"
+            assert {
+                np.asarray(w).dtype.name for w in jax.tree.leaves(scorer.weights)
+            } == {want}
+            assert np.asarray(score).dtype.name == want
+            assert np.isfinite(np.asarray(score)).all()
+            assert scorer.mean.dtype == scorer.scale.dtype == jnp.float64
+
+
+def test_the_mlp_in_float32_separates_as_in_float64(monkeypatch):
+    """Trained in float32 (the default), the MLP separates Laplace(0, 1) from
+    Laplace(1, 1) on fresh draws as well as in float64: its AUC is not below the
+    float64 one's by more than z standard errors of an AUC on these draws
+    (Hanley and McNeil), z the normal quantile of the false-alarm budget. (Adam's
+    steps amplify rounding, so the two trained weights differ by more than
+    float32's rounding; what must not differ is how well they separate.)"""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    train = rng.laplace(0.0, 1.0, (n, 2)), rng.laplace(1.0, 1.0, (n, 2))
+    fresh = rng.laplace(0.0, 1.0, (n, 2)), rng.laplace(1.0, 1.0, (n, 2))
+    aucs = {}
+    for mlp_dtype in (None, "float32"):
+        monkeypatch.setattr(learning, "MLP_DTYPE", mlp_dtype)
+        with jax.enable_x64(True):
+            scorer = learning.fit(cell_key(0, "fit"), *train, model="mlp")
+            first, second = (
+                np.asarray(learning.score_mlp(jnp.asarray(f), scorer)) for f in fresh
+            )
+        aucs[mlp_dtype] = stats.mannwhitneyu(first, second).statistic / n**2
+    auc = aucs[None]
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    se = math.sqrt((auc * (1 - auc) + 2 * (n - 1) * (q1 - auc**2 + q2 - auc**2)) / n**2)
+    assert 0.75 < auc < 0.85  # the pair's AUC: the scorer learned the pair
+    assert aucs["float32"] >= auc - stats.norm.isf(FAIL_PROB) * se
