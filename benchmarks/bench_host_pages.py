@@ -15,8 +15,8 @@ for ``--rounds`` rounds, one fresh process per form: a warm-up audit at 10^5 dra
 then the timed default audit at ``--draws`` N, the process's first large one, as
 the command line's audit is. Each row gives the audit's seconds, its
 preparation's, the selection draws' and the choice's (the record's
-``attack_stages``), the minor page faults of the timed audit, and its bound,
-which must be the same in both forms.
+``attack_stages``; the JSON keeps every stage's), the minor page faults of the
+timed audit, and its bound, which must be the same in both forms.
 
     python benchmarks/bench_host_pages.py --cases truncated-geometric,svt1 \\
         --json benchmarks/results/host_pages.json
@@ -92,7 +92,7 @@ print(json.dumps(dict(
     selection_seconds=stages.get("selection draws"),
     choice_seconds=stages.get("choice"), page_faults=faults,
     attack=record.attack, bound=record.epsilon_lower,
-    switch_value=getattr(switched, switch),
+    switch_value=getattr(switched, switch), stages=stages,
 )))
 """
 

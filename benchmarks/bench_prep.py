@@ -31,6 +31,13 @@ since, they share one.
     python benchmarks/bench_prep.py --cases laplace-parallel --select-draws 1e7 --cpu \\
         --json F
     python benchmarks/bench_prep.py --products --width 160 --json F
+
+``--candidates`` prepares the portfolio of those candidates alone
+(``mcdp.attacks.auto_attack(candidates=...)``): with one, its selection draws'
+stage is the drawing and that candidate's values::
+
+    python benchmarks/bench_prep.py --cases rappor --select-draws 1e7 \\
+        --candidates learned-mlp --json F
 """
 
 from __future__ import annotations
@@ -53,10 +60,11 @@ from _common import (  # noqa: E402
     write_json,
 )
 from bench_auto import _run  # noqa: E402
+from bench_floor import parse_candidates  # noqa: E402
 
 import mcdp  # noqa: E402
 from mcdp import attacks, learning  # noqa: E402
-from mcdp.attacks import TRAIN_CAP, auto_attack  # noqa: E402
+from mcdp.attacks import AUTO_CANDIDATES, TRAIN_CAP, auto_attack  # noqa: E402
 from mcdp.mechanisms import SUITE  # noqa: E402
 
 
@@ -92,13 +100,17 @@ def _timed(name: str, attack, args: argparse.Namespace) -> tuple:
 
 
 def bench_case(name: str, args: argparse.Namespace) -> dict:
-    attack = auto_attack(train_draws=args.train_draws, select_draws=args.select_draws)
+    attack = auto_attack(
+        train_draws=args.train_draws, select_draws=args.select_draws,
+        candidates=args.candidates or AUTO_CANDIDATES,
+    )  # fmt: skip
     _run(name, attack, args.draws, args.seed + 1)  # compiles
     runs = [_timed(name, attack, args) for _ in range(args.repeats)]
     record, seconds, cpu = min(runs, key=lambda run: run[1])
     row = {
         "case": name, "seed": args.seed, "draws": args.draws,
         "train_draws": args.train_draws, "select_draws": args.select_draws,
+        "candidates": list(args.candidates or AUTO_CANDIDATES),
         "audit_seconds": seconds, "prep_seconds": record.attack_seconds,
         "stages": record.attack_stages, "attack": record.attack,
         "bound": record.epsilon_lower, "selection": record.selection,
@@ -174,6 +186,11 @@ def main(argv=None) -> int:
     parser.add_argument("--draws", type=parse_count, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--candidates", type=parse_candidates,
+        help="the portfolio of these candidates alone (comma-separated; by default "
+        "the default portfolio's)",
+    )  # fmt: skip
     parser.add_argument("--basis", action="store_true")
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--products", action="store_true")
