@@ -36,6 +36,10 @@ rounding; the bound must be the same where the MLP is not chosen::
 
     python benchmarks/bench_host_pages.py --switch mlp-dtype \\
         --cases laplace-parallel,rappor,one-time-rappor --json F
+
+``--switch mlp-columns`` compares the MLP's hidden layer reading every feature and
+reading only those it weighs (``mcdp.learning.SKIP_ZERO_COLUMNS``; the default since
+2026-11-29): the same scores up to float32's rounding.
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ SWITCHES = {
     ),
     "mlp-dtype": (
         "mcdp.learning", "MLP_DTYPE", {"float64": None, "float32": "float32"}
+    ),
+    "mlp-columns": (
+        "mcdp.learning", "SKIP_ZERO_COLUMNS", {"every feature": False, "weighed": True}
     ),
 }  # fmt: skip
 WARMUP_DRAWS = 100_000

@@ -511,11 +511,35 @@ def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     return jnp.dot(z, w, precision=jax.lax.Precision.HIGHEST)
 
 
-def score_mlp(y: Array, scorer: Scorer, parts=feature_parts) -> Array:
+def _mlp_hidden_of(
+    parts: tuple[Array, ...], columns: tuple, w: Array, scorer: Scorer
+) -> Array:
+    """:func:`_mlp_hidden` of the features ``columns`` alone (each block's,
+    :func:`_by_part`): the others' rows of ``w`` are 0 (:func:`zero_columns`)."""
+    flat = [p.reshape(p.shape[0], -1) for p in parts]
+    starts = np.cumsum([0] + [f.shape[1] for f in flat])
+    kept = np.concatenate(
+        [s + np.asarray(c, np.intp) for s, c in zip(starts[:-1], columns, strict=True)]
+    )
+    chosen = jnp.concatenate(
+        [f[:, np.asarray(c, np.intp)] for f, c in zip(flat, columns, strict=True) if c],
+        axis=-1,
+    )
+    z = _standardized(chosen, scorer.mean[kept], scorer.scale[kept]).astype(w.dtype)
+    return jnp.dot(z, w[kept], precision=jax.lax.Precision.HIGHEST)
+
+
+def score_mlp(y: Array, scorer: Scorer, parts=feature_parts, columns=None) -> Array:
     """The output of the MLP (tanh hidden layer): high speaks for the first input;
-    in its weights' dtype (:data:`MLP_DTYPE`)."""
+    in its weights' dtype (:data:`MLP_DTYPE`). ``columns`` (:func:`zero_columns`):
+    the features that its hidden layer reads, the others' weights being 0."""
     w1, b1, w2, b2 = scorer.weights
-    hidden = _mlp_hidden(parts(y, scorer.basis), w1, scorer) + b1[None, :]
+    features_of_y = parts(y, scorer.basis)
+    if columns is None:
+        hidden = _mlp_hidden(features_of_y, w1, scorer)
+    else:
+        hidden = _mlp_hidden_of(features_of_y, columns, w1, scorer)
+    hidden = hidden + b1[None, :]
     return jnp.sum(jnp.tanh(hidden) * w2[None, :], axis=-1) + b2
 
 
@@ -541,6 +565,11 @@ SCORES_BY_FEATURES = {
 # term is NaN (0 times it) and this one is not (benchmarks/RESULTS.md, "Features
 # that are 0 on every training row left out").
 SKIP_ZERO_TERMS = True
+# Whether an MLP's hidden layer reads only the features whose first-layer weights are
+# not all 0 (:func:`score_of`): those that no training row shows, which it weighs at
+# 0 (:func:`fit`). The same scores up to the rounding of the product's sums (each
+# term left out adds 0), but where a feature left out is infinite or NaN.
+SKIP_ZERO_COLUMNS = True
 
 
 def zero_terms(scorer: Scorer, feature_set: str) -> tuple[tuple[int, ...], ...]:
@@ -555,18 +584,36 @@ def zero_terms(scorer: Scorer, feature_set: str) -> tuple[tuple[int, ...], ...]:
     )
 
 
+def zero_columns(scorer: Scorer, feature_set: str) -> tuple[tuple[int, ...], ...]:
+    """Per block of an MLP ``scorer``'s features (of ``feature_set``), the features
+    whose first-layer weights are not all 0 (:func:`_by_part`)."""
+    w = np.asarray(scorer.weights[0])
+    k = scorer.basis.atoms.shape[0]
+    widths = [k * m for m in _term_widths(feature_set, scorer.basis, scorer.mean.dtype)]
+    return _by_part(np.flatnonzero(np.any(w != 0, axis=1)), widths)
+
+
 @cache
 def _score_leaving_out(feature_set: str, model: str, zero: tuple) -> Callable:
-    return partial(SCORES_BY_FEATURES[feature_set][model], zero=zero)
+    left_out = {"logistic": "zero", "mlp": "columns"}[model]
+    return partial(SCORES_BY_FEATURES[feature_set][model], **{left_out: zero})
 
 
 def score_of(feature_set: str, model: str, scorer: Scorer) -> Callable:
     """``score(y, scorer)`` of this trained ``scorer``: its entry of
     :data:`SCORES_BY_FEATURES`, for a logistic scorer leaving out the terms of
-    :func:`zero_terms` (:data:`SKIP_ZERO_TERMS`); one function per feature set,
-    model and terms left out, so that programs of it compile once."""
+    :func:`zero_terms` (:data:`SKIP_ZERO_TERMS`), for an MLP reading only the
+    features of :func:`zero_columns` where it weighs some at 0
+    (:data:`SKIP_ZERO_COLUMNS`); one function per feature set, model and terms
+    left out, so that programs of it compile once."""
     score = SCORES_BY_FEATURES[feature_set][model]
-    if model != "logistic" or not SKIP_ZERO_TERMS or scorer.basis is None:
+    if scorer.basis is None:
+        return score
+    if model == "mlp" and SKIP_ZERO_COLUMNS:
+        columns = zero_columns(scorer, feature_set)
+        whole = sum(map(len, columns)) == scorer.weights[0].shape[0]
+        return score if whole else _score_leaving_out(feature_set, model, columns)
+    if model != "logistic" or not SKIP_ZERO_TERMS:
         return score
     zero = zero_terms(scorer, feature_set)
     return _score_leaving_out(feature_set, model, zero) if any(zero) else score
@@ -776,6 +823,13 @@ def _kept_weights(weights: Any, kept: Array) -> Any:
     return (weights[0][kept], *weights[1:])
 
 
+def _unseen_at_zero(weights: Any, kept: np.ndarray) -> Any:
+    """An MLP's initial ``weights`` with its first layer's rows 0 but at ``kept``."""
+    seen = np.zeros(weights[0].shape[0], bool)
+    seen[kept] = True
+    return (jnp.where(seen[:, None], weights[0], 0), *weights[1:])
+
+
 def _with_kept_weights(full: Any, trained: Any, kept: Array) -> Any:
     """``full`` weights with those of ``kept`` and the rest from ``trained``."""
     return (full[0].at[kept].set(trained[0]), *trained[1:])
@@ -809,7 +863,10 @@ def fit(
     The steps train the other features' weights alone
     (:data:`SKIP_ZERO_FEATURES`), and the scorer holds the left-out ones at their
     initial values: the scorer trained on every feature, up to the rounding of its
-    sums.
+    sums. Those of logistic regression start at 0; the MLP starts those rows of its
+    first layer at 0 too (the others at random), so that a feature that no training
+    row shows moves no score by weights that no step chose, and its hidden layer
+    need not read them (:data:`SKIP_ZERO_COLUMNS`).
 
     Args:
       key: for the MLP's initial weights (logistic regression starts at 0).
@@ -843,6 +900,12 @@ def fit(
     weights = _init(key, model, width, dtype)
     rate = jnp.asarray(learning_rate, dtype)
     if sample.distinct is not None:
+        if model == "mlp":  # the features of the distinct outputs that steps read
+            read = np.flatnonzero(np.asarray(sample.distinct.counts).sum(axis=(0, 2)))
+            rows = sample.distinct.rows[read]
+            kept = _nonzero_features(rows, basis, mean, scale, feature_set, len(read))
+            if kept.size < width:
+                weights = _unseen_at_zero(weights, kept)
         with jax.numpy_dtype_promotion("standard"):
             trained = _train_distinct(
                 *sample.distinct, mean, scale, weights, basis, rate, model=model,
@@ -852,8 +915,11 @@ def fit(
     blocks = y.shape[0] // batch
     rows = blocks * batch  # the rows that the steps use
     full, kept, columns = weights, None, None
-    if SKIP_ZERO_FEATURES:
+    if SKIP_ZERO_FEATURES or model == "mlp":
         kept = _nonzero_features(y, basis, mean, scale, feature_set, rows)
+    if model == "mlp" and kept.size < width:
+        weights = full = _unseen_at_zero(weights, kept)
+    if SKIP_ZERO_FEATURES:
         if 0 < kept.size < width:
             per_term = _term_widths(feature_set, basis, y.dtype)
             columns = _by_part(kept, [basis.atoms.shape[0] * m for m in per_term])

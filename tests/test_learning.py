@@ -459,10 +459,12 @@ def test_features_zero_on_every_training_row_are_left_out_of_the_steps(
     """A standardised feature that is 0 on every row the steps read has a gradient
     of 0 at every step, and Adam leaves its weights where they started: the steps
     train the other features' weights alone, and the scorer holds the left-out
-    ones at their initial values. The scorer is the one trained on every feature,
-    up to the rounding of its sums: its left-out weights to the bit, the others
-    within 1e-12 of the largest. A coordinate that is 0 in the first minibatch
-    (whose features standardise them all) but not in a later one is trained on."""
+    ones at their initial values: 0, the MLP's first layer too (its other rows
+    start at random). The scorer is the one trained on every feature, up to the
+    rounding of its sums: its left-out weights to the bit, the others within 1e-12
+    of the largest (1e-5 in the MLP's float32). A coordinate that is 0 in the first
+    minibatch (whose features standardise them all) but not in a later one is
+    trained on."""
     first, second = _minibatch_outputs(6, learning.BATCH)
     rows = len(first) + len(second)
     order = np.random.default_rng(learning.SHUFFLE_SEED).permutation(rows)
@@ -504,15 +506,16 @@ def test_features_zero_on_every_training_row_are_left_out_of_the_steps(
     assert not zero[rare_value]
     full, skipped = (jax.tree.leaves(s.weights) for s in scorers)
     assert np.asarray(skipped[0])[rare_value].any()
-    # the same steps but for sums of fewer zero terms: 1e-12 of the largest weight
-    # in float64, a few float32 roundings (1e-5) in the MLP's float32
+    # the same steps but for sums of fewer zero terms
     tol = {"float64": 1e-12, "float32": 1e-5}[_precision(scorers[0])]
     for x, z, start in zip(full, skipped, jax.tree.leaves(initial), strict=True):
         x, z, start = np.asarray(x), np.asarray(z), np.asarray(start)
         np.testing.assert_allclose(z, x, rtol=0, atol=tol * np.abs(x).max())
         if x.shape[:1] == zero.shape:  # the first layer: one row per feature
-            np.testing.assert_array_equal(z[zero], start[zero])
-            np.testing.assert_array_equal(x[zero], start[zero])
+            np.testing.assert_array_equal(z[zero], 0)
+            np.testing.assert_array_equal(x[zero], 0)
+            if model == "mlp":  # the rows trained on start at random
+                assert np.all(start[~zero] != 0) and np.all(z[~zero] != 0)
     for x, z in zip(scorers[0][:2], scorers[1][:2], strict=True):  # mean, scale
         np.testing.assert_array_equal(np.asarray(z), np.asarray(x))
 
@@ -551,6 +554,43 @@ def test_the_logistic_score_leaves_out_the_terms_of_weight_zero(feature_set):
     assert learning.score_of(feature_set, "logistic", scorers[1]) is score
     np.testing.assert_array_equal(by_some, by_all)
     assert np.isfinite(by_all).all()
+
+
+@pytest.mark.parametrize("feature_set", ["moments", "bits"])
+def test_the_mlp_reads_only_the_features_it_weighs(feature_set):
+    """The MLP weighs the features that no training row shows at 0 (here the NaN
+    indicator, and the sign of a zero among the bit features), and its hidden layer
+    then reads the others alone (:data:`learning.SKIP_ZERO_COLUMNS`): the scores of
+    outputs with finite features are those of every feature to float32's rounding
+    (:data:`ROUNDING`), NaN, atoms, values outside the training's range and -0.0
+    included. Scorers that read the same features share one score function."""
+    rng = np.random.default_rng(8)
+    first, second = _mixed(rng, 3000), _mixed(rng, 3000)
+    second[:, 1] += 0.5
+    with jax.enable_x64(True):
+        scorers = [
+            learning.fit(cell_key(i, "fit"), first, second, model="mlp",
+                         feature_set=feature_set, steps=20)
+            for i in range(2)
+        ]  # fmt: skip
+        columns = learning.zero_columns(scorers[0], feature_set)
+        score = learning.score_of(feature_set, "mlp", scorers[0])
+        y = _mixed(rng, 4000)
+        y[:50, 1] = np.nan
+        y[50:100, 1] = 40.0
+        y[100:150, 2] = -0.0
+        full = learning.SCORES_BY_FEATURES[feature_set]["mlp"]
+        by_all = np.asarray(jax.jit(full)(y, scorers[0]))
+        by_some = np.asarray(jax.jit(score)(y, scorers[0]))
+    w1 = np.asarray(scorers[0].weights[0])
+    width = w1.shape[0]
+    read = sum(map(len, columns))
+    assert np.count_nonzero(np.all(w1 == 0, axis=1)) == width - read > 0
+    assert score is not full and score.keywords["columns"] == columns
+    assert learning.score_of(feature_set, "mlp", scorers[1]) is score
+    tol = ROUNDING[_precision(scorers[0])][1]
+    assert np.isfinite(by_all).all()
+    np.testing.assert_allclose(by_some, by_all, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("feature_set", learning.FEATURE_SETS)
