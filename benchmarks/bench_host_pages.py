@@ -31,8 +31,9 @@ since 2026-11-29), the host arrays in base pages in both::
 
 ``--switch mlp-dtype`` compares the portfolio's MLP trained and scored in the
 audit's float64 and in float32 (``mcdp.learning.MLP_DTYPE``; the default since
-2026-11-29). Its scores, and so its row of the selection table, differ at float32's
-rounding; the bound must be the same where the MLP is not chosen::
+2026-11-29). Its scores, and so its row of the selection table, differ (Adam's
+steps carry float32's rounding further than rounding); the bound must be the same
+where the MLP is not chosen::
 
     python benchmarks/bench_host_pages.py --switch mlp-dtype \\
         --cases laplace-parallel,rappor,one-time-rappor --json F

@@ -520,6 +520,31 @@ def test_features_zero_on_every_training_row_are_left_out_of_the_steps(
         np.testing.assert_array_equal(np.asarray(z), np.asarray(x))
 
 
+def _left_out_scored(model: str, feature_set: str) -> tuple:
+    """Two scorers of ``model`` on ``feature_set`` trained on the same outputs (no
+    training output NaN or -0.0), the score that ``learning.score_of`` gives the
+    first, the score of every feature, and the first's scores of fresh outputs
+    (NaN, values outside the training's range and -0.0 among them) by each."""
+    rng = np.random.default_rng(8)
+    first, second = _mixed(rng, 3000), _mixed(rng, 3000)
+    second[:, 1] += 0.5
+    with jax.enable_x64(True):
+        scorers = [
+            learning.fit(cell_key(i, "fit"), first, second, model=model,
+                         feature_set=feature_set, steps=20)
+            for i in range(2)
+        ]  # fmt: skip
+        score = learning.score_of(feature_set, model, scorers[0])
+        y = _mixed(rng, 4000)
+        y[:50, 1] = np.nan
+        y[50:100, 1] = 40.0
+        y[100:150, 2] = -0.0
+        full = learning.SCORES_BY_FEATURES[feature_set][model]
+        by_all = np.asarray(jax.jit(full)(y, scorers[0]))
+        by_some = np.asarray(jax.jit(score)(y, scorers[0]))
+    return scorers, score, full, by_all, by_some
+
+
 @pytest.mark.parametrize("feature_set", ["moments", "bits"])
 def test_the_logistic_score_leaves_out_the_terms_of_weight_zero(feature_set):
     """The terms whose weights are 0 at every coordinate (here the NaN indicator,
@@ -528,24 +553,8 @@ def test_the_logistic_score_leaves_out_the_terms_of_weight_zero(feature_set):
     outputs with finite features the same to the bit: NaN, atoms, values outside
     the training's range and -0.0 included. Scorers whose terms left out are the
     same share one score function (one compile)."""
-    rng = np.random.default_rng(8)
-    first, second = _mixed(rng, 3000), _mixed(rng, 3000)
-    second[:, 1] += 0.5
-    with jax.enable_x64(True):
-        scorers = [
-            learning.fit(cell_key(i, "fit"), first, second, feature_set=feature_set,
-                         steps=20)
-            for i in range(2)
-        ]  # fmt: skip
-        zero = learning.zero_terms(scorers[0], feature_set)
-        score = learning.score_of(feature_set, "logistic", scorers[0])
-        y = _mixed(rng, 4000)
-        y[:50, 1] = np.nan
-        y[50:100, 1] = 40.0
-        y[100:150, 2] = -0.0
-        full = learning.SCORES_BY_FEATURES[feature_set]["logistic"]
-        by_all = np.asarray(jax.jit(full)(y, scorers[0]))
-        by_some = np.asarray(jax.jit(score)(y, scorers[0]))
+    scorers, score, full, by_all, by_some = _left_out_scored("logistic", feature_set)
+    zero = learning.zero_terms(scorers[0], feature_set)
     nan_block = 2  # value, hinges, NaN, atoms (then the bits' blocks)
     assert zero[nan_block] == (0,)
     assert feature_set == "moments" or zero[-1] == (0,)  # the sign of a zero
@@ -564,24 +573,8 @@ def test_the_mlp_reads_only_the_features_it_weighs(feature_set):
     outputs with finite features are those of every feature to float32's rounding
     (:data:`ROUNDING`), NaN, atoms, values outside the training's range and -0.0
     included. Scorers that read the same features share one score function."""
-    rng = np.random.default_rng(8)
-    first, second = _mixed(rng, 3000), _mixed(rng, 3000)
-    second[:, 1] += 0.5
-    with jax.enable_x64(True):
-        scorers = [
-            learning.fit(cell_key(i, "fit"), first, second, model="mlp",
-                         feature_set=feature_set, steps=20)
-            for i in range(2)
-        ]  # fmt: skip
-        columns = learning.zero_columns(scorers[0], feature_set)
-        score = learning.score_of(feature_set, "mlp", scorers[0])
-        y = _mixed(rng, 4000)
-        y[:50, 1] = np.nan
-        y[50:100, 1] = 40.0
-        y[100:150, 2] = -0.0
-        full = learning.SCORES_BY_FEATURES[feature_set]["mlp"]
-        by_all = np.asarray(jax.jit(full)(y, scorers[0]))
-        by_some = np.asarray(jax.jit(score)(y, scorers[0]))
+    scorers, score, full, by_all, by_some = _left_out_scored("mlp", feature_set)
+    columns = learning.zero_columns(scorers[0], feature_set)
     w1 = np.asarray(scorers[0].weights[0])
     width = w1.shape[0]
     read = sum(map(len, columns))
