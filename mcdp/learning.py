@@ -496,7 +496,9 @@ def score_logistic(y: Array, scorer: Scorer, parts=feature_parts, zero=()) -> Ar
     return affine + b
 
 
-def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
+def _mlp_hidden(
+    parts: tuple[Array, ...], w: Array, scorer: Scorer, columns: tuple | None = None
+) -> Array:
     """The MLP's hidden layer before its offset: the standardised features times
     ``w`` (``(F, H)``), as one product of the concatenated features, at full
     precision (a GPU's default for float32, TF32, moved the scores by up to 1.2 %).
@@ -506,27 +508,17 @@ def _mlp_hidden(parts: tuple[Array, ...], w: Array, scorer: Scorer) -> Array:
     ``report-noisy-max3``), and on a CPU, where the engine scores one block of rows
     after another, the product counts 2.7-4.5x as fast and scores the selection
     draws 12x as fast (``svt6``, ``svt1``; benchmarks/RESULTS.md, "The MLP's hidden
-    layer as one product on a CPU")."""
-    z = _standardized(_flat(parts), scorer.mean, scorer.scale).astype(w.dtype)
-    return jnp.dot(z, w, precision=jax.lax.Precision.HIGHEST)
-
-
-def _mlp_hidden_of(
-    parts: tuple[Array, ...], columns: tuple, w: Array, scorer: Scorer
-) -> Array:
-    """:func:`_mlp_hidden` of the features ``columns`` alone (each block's,
-    :func:`_by_part`): the others' rows of ``w`` are 0 (:func:`zero_columns`)."""
-    flat = [p.reshape(p.shape[0], -1) for p in parts]
-    starts = np.cumsum([0] + [f.shape[1] for f in flat])
+    layer as one product on a CPU"). ``columns`` (:func:`zero_columns`): the
+    features it reads alone, the others' rows of ``w`` being 0."""
+    if columns is None:
+        z = _standardized(_flat(parts), scorer.mean, scorer.scale)
+        return jnp.dot(z.astype(w.dtype), w, precision=jax.lax.Precision.HIGHEST)
+    starts = np.cumsum([0] + [p.reshape(p.shape[0], -1).shape[1] for p in parts[:-1]])
     kept = np.concatenate(
-        [s + np.asarray(c, np.intp) for s, c in zip(starts[:-1], columns, strict=True)]
+        [s + np.asarray(c, np.intp) for s, c in zip(starts, columns, strict=True)]
     )
-    chosen = jnp.concatenate(
-        [f[:, np.asarray(c, np.intp)] for f, c in zip(flat, columns, strict=True) if c],
-        axis=-1,
-    )
-    z = _standardized(chosen, scorer.mean[kept], scorer.scale[kept]).astype(w.dtype)
-    return jnp.dot(z, w[kept], precision=jax.lax.Precision.HIGHEST)
+    z = _standardized(_chosen(parts, columns), scorer.mean[kept], scorer.scale[kept])
+    return jnp.dot(z.astype(w.dtype), w[kept], precision=jax.lax.Precision.HIGHEST)
 
 
 def score_mlp(y: Array, scorer: Scorer, parts=feature_parts, columns=None) -> Array:
@@ -534,12 +526,7 @@ def score_mlp(y: Array, scorer: Scorer, parts=feature_parts, columns=None) -> Ar
     in its weights' dtype (:data:`MLP_DTYPE`). ``columns`` (:func:`zero_columns`):
     the features that its hidden layer reads, the others' weights being 0."""
     w1, b1, w2, b2 = scorer.weights
-    features_of_y = parts(y, scorer.basis)
-    if columns is None:
-        hidden = _mlp_hidden(features_of_y, w1, scorer)
-    else:
-        hidden = _mlp_hidden_of(features_of_y, columns, w1, scorer)
-    hidden = hidden + b1[None, :]
+    hidden = _mlp_hidden(parts(y, scorer.basis), w1, scorer, columns) + b1[None, :]
     return jnp.sum(jnp.tanh(hidden) * w2[None, :], axis=-1) + b2
 
 
@@ -919,13 +906,12 @@ def fit(
         kept = _nonzero_features(y, basis, mean, scale, feature_set, rows)
     if model == "mlp" and kept.size < width:
         weights = full = _unseen_at_zero(weights, kept)
-    if SKIP_ZERO_FEATURES:
-        if 0 < kept.size < width:
-            per_term = _term_widths(feature_set, basis, y.dtype)
-            columns = _by_part(kept, [basis.atoms.shape[0] * m for m in per_term])
-            kept = jnp.asarray(kept, jnp.int32)
-            weights, mean, scale = _kept_weights(weights, kept), mean[kept], scale[kept]
-            width = int(kept.size)
+    if SKIP_ZERO_FEATURES and 0 < kept.size < width:
+        per_term = _term_widths(feature_set, basis, y.dtype)
+        columns = _by_part(kept, [basis.atoms.shape[0] * m for m in per_term])
+        kept = jnp.asarray(kept, jnp.int32)
+        weights, mean, scale = _kept_weights(weights, kept), mean[kept], scale[kept]
+        width = int(kept.size)
     scalars = rows * width
     # built piece by piece, then trained on as they are: one array of them at the
     # peak, where one program for every row holds a second
@@ -959,13 +945,20 @@ def _standardized_features(y, basis, mean, scale, feature_set, columns=None):
     then theirs."""
     if columns is None:
         return _standardized(FEATURES[feature_set](y, basis), mean, scale)
-    parts = FEATURE_PARTS[feature_set](y, basis)
+    return _standardized(
+        _chosen(FEATURE_PARTS[feature_set](y, basis), columns), mean, scale
+    )
+
+
+def _chosen(parts: tuple[Array, ...], columns: tuple) -> Array:
+    """The features ``columns`` (each block's, :func:`_by_part`) of the blocks
+    ``parts``, side by side."""
     chosen = [
         part.reshape(part.shape[0], -1)[:, np.asarray(local, dtype=np.intp)]
         for part, local in zip(parts, columns, strict=True)
         if local
     ]
-    return _standardized(jnp.concatenate(chosen, axis=-1), mean, scale)
+    return jnp.concatenate(chosen, axis=-1)
 
 
 _standardized_piece = jax.jit(
@@ -1211,7 +1204,7 @@ def _train(
         inputs = standardized(y[: blocks * batch])
 
     def loss(weights, inputs, labels):
-        z = standardized(inputs) if form == "every step" else inputs.astype(dtype)
+        z = standardized(inputs) if form == "every step" else inputs
         return jnp.mean(optax.sigmoid_binary_cross_entropy(head(z, weights), labels))
 
     def grads_of(k, weights):
