@@ -16,7 +16,8 @@ then the timed default audit at ``--draws`` N, the process's first large one, as
 the command line's audit is. Each row gives the audit's seconds, its
 preparation's, the selection draws' and the choice's (the record's
 ``attack_stages``; the JSON keeps every stage's), the minor page faults of the
-timed audit, and its bound, which must be the same in both forms.
+timed audit, and its bound, which must be the same in both forms (the selection
+draws' seconds include the screening's, where it screens).
 
     python benchmarks/bench_host_pages.py --cases truncated-geometric,svt1 \\
         --json benchmarks/results/host_pages.json
@@ -41,6 +42,13 @@ where the MLP is not chosen::
 ``--switch mlp-columns`` compares the MLP's hidden layer reading every feature and
 reading only those it weighs (``mcdp.learning.SKIP_ZERO_COLUMNS``; the default since
 2026-11-29): the same scores up to float32's rounding.
+
+``--switch screen`` compares the selection sample judged whole and the candidates
+screened on its first eighth (``mcdp.attacks.SCREEN_FROM``; the default since
+2026-11-30, from 2^23 selection draws per input: audits of 8.4·10^7 draws and
+more). The choice and bound must be the same; the selection table's rows of the
+candidates left at the screening (the JSON's ``screened``) are their screening
+scores.
 """
 
 from __future__ import annotations
@@ -75,6 +83,9 @@ SWITCHES = {
     "mlp-columns": (
         "mcdp.learning", "SKIP_ZERO_COLUMNS", {"every feature": False, "weighed": True}
     ),
+    "screen": (
+        "mcdp.attacks", "SCREEN_FROM", {"whole": 1 << 40, "screened": 1 << 23}
+    ),
 }  # fmt: skip
 WARMUP_DRAWS = 100_000
 
@@ -97,10 +108,13 @@ faults = minor_faults() - faults
 stages = dict(record.attack_stages)
 print(json.dumps(dict(
     audit_seconds=seconds, prep_seconds=record.attack_seconds,
-    selection_seconds=stages.get("selection draws"),
+    selection_seconds=sum(
+        stages.get(k, 0.0) for k in ("screening draws", "screening", "selection draws")
+    ),
     choice_seconds=stages.get("choice"), page_faults=faults,
     attack=record.attack, bound=record.epsilon_lower,
     switch_value=getattr(switched, switch), stages=stages,
+    screened=record.screened,
 )))
 """
 
@@ -147,11 +161,13 @@ def main(argv=None) -> int:
     )
 
     def line(r: dict) -> str:
+        left = r.get("screened")
+        left = f" left at the screening: {', '.join(left)}" if left else ""
         return (
             f"| `{r['case']}` | {r['round']} | {r['form']} | {r['audit_seconds']:.2f} "
             f"| {r['prep_seconds']:.2f} | {r['selection_seconds']:.2f} | "
             f"{r['choice_seconds']:.2f} | {r['page_faults']} | "
-            f"{r['attack']} {r['bound']!r} |"
+            f"{r['attack']} {r['bound']!r} |{left}"
         )
 
     results = print_table(

@@ -34,6 +34,7 @@ from _common import environment, parse_count, write_json  # noqa: E402
 from bench_auto import _run  # noqa: E402
 
 import mcdp  # noqa: E402
+from mcdp import attacks  # noqa: E402
 from mcdp.attacks import learned_attack  # noqa: E402
 from mcdp.mechanisms.suite import SUITE  # noqa: E402
 
@@ -50,6 +51,7 @@ def record(name: str, draws: int, seed: int) -> dict:
         "profile": [p.__dict__ for p in r.profile],
         "seconds": seconds,
         "stages": dict(r.attack_stages or {}),
+        "screened": list(r.screened or []),
     }
 
 
@@ -102,7 +104,14 @@ def main() -> int:
     p.add_argument("--json")
     p.add_argument("--compare", help="two JSON files of this benchmark, A,B")
     p.add_argument("--figure-cells", action="store_true")
+    p.add_argument(
+        "--screen-from", type=parse_count,
+        help="the portfolio screens its candidates from this many selection draws "
+        "per input (mcdp.attacks.SCREEN_FROM; default: its own)",
+    )  # fmt: skip
     args = p.parse_args()
+    if args.screen_from is not None:
+        attacks.SCREEN_FROM = int(args.screen_from)
     if args.compare:
         return compare(*args.compare.split(","))
     cases = args.cases.split(",")
@@ -112,8 +121,11 @@ def main() -> int:
     for name in cases:
         start = time.perf_counter()
         records[name] = record(name, args.draws, args.seed)
+        screened = records[name]["screened"]
         print(f"{name}: {records[name]['attack']} {records[name]['bound']:.6g}, "
-              f"{time.perf_counter() - start:.1f} s", flush=True)  # fmt: skip
+              f"{time.perf_counter() - start:.1f} s"
+              + (f", screened out {','.join(screened)}" if screened else ""),
+              flush=True)  # fmt: skip
         if args.json:
             write_json(args.json, {
                 "environment": environment(), "draws": args.draws,

@@ -57,7 +57,7 @@ from mcdp.core.attack import Attack, AttackContext
 from mcdp.core.mechanism import Mechanism
 from mcdp.core.releases import ReleaseCall
 from mcdp.engines.base import device_tree
-from mcdp.sampling import draw
+from mcdp.sampling import BLOCK_DRAWS, draw
 
 LR_GRID = 24  # evenly spaced thresholds on each side, besides the epsilons
 
@@ -1106,12 +1106,32 @@ CANDIDATES = (*AUTO_CANDIDATES, "learned-inputs")
 CHOICE_MARGIN = 1.0
 
 
+# The screening: from SCREEN_FROM selection draws per input (a counted sample of
+# about 8.4e7 draws per input and more), every candidate is judged first on the
+# selection sample's first 1/SCREEN_SHARE, and only those that could still be
+# chosen are scored on the rest: a candidate is left there where its promise with
+# each judged rate at the optimistic end of its interval is below the best
+# promise with every rate at its pessimistic end, the intervals at
+# SCREEN_CONFIDENCE (:func:`_kept`). The sample is
+# the same, so a candidate kept is judged, and its thresholds chosen, on the very
+# values it had without the screening; where the one kept is an outcome attack,
+# which chooses nothing on the selection draws, the rest is not drawn at all. Below
+# SCREEN_FROM the selection sample is judged whole: on a smaller sample, rare events
+# that a scorer finds on the whole one are not yet seen in an eighth of it (svt6
+# at 1e6 draws: every scorer promised nothing on 1e5 selection draws per input, and
+# within the noise of the best at 1e7, on 1e6; benchmarks/RESULTS.md).
+SCREEN_FROM = 1 << 23
+SCREEN_SHARE = 8
+SCREEN_CONFIDENCE = 1 - 1e-4
+
+
 class AutoSettings(NamedTuple):
     train_draws: int | None = None  # None: from the counted sample's size
     select_draws: int | None = None
     max_events: int = MAX_EVENTS
     candidates: tuple[str, ...] = AUTO_CANDIDATES
     margin: float = CHOICE_MARGIN
+    screen_from: int | None = None  # None: SCREEN_FROM, read when it prepares
 
 
 class _Candidate(NamedTuple):
@@ -1366,11 +1386,12 @@ def _few_values(scores: np.ndarray) -> bool:
     return np.unique(scores).size <= HISTOGRAM_VALUES
 
 
-def _promise(k_first, k_second, events, *, n, estimate=False, **bound):
+def _promise(k_first, k_second, events, *, n, **bound):
     """A candidate's score, the best bound its events promise from their judged
-    counts, and the standard deviation of that promise."""
+    counts (``bound`` as :func:`mcdp.learning.promises_of_counts` takes it), and
+    the standard deviation of that promise."""
     values, sds = learning.promises_of_counts(
-        k_first, n, k_second, n, num_events=events, estimate=estimate, **bound
+        k_first, n, k_second, n, num_events=events, **bound
     )
     if values.size == 0:
         return -math.inf, math.inf
@@ -1391,63 +1412,79 @@ def _choice(scores: Sequence[float], spreads: Sequence[float], margin: float) ->
     return next(j for j, s in enumerate(scores) if s >= floor)
 
 
-def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attack, Any]:
-    """:func:`_portfolio_choice`, with the seconds of its stages in the attack's
-    ``preparation``."""
-    watch = _Stopwatch()
-    attack, aux = _portfolio_choice(settings, context, watch)
-    watch.lap("choice", aux)
-    return attack._replace(preparation=tuple(watch.stages.items())), aux
+def _screen_draws(select_draws: int, screen_from: int) -> int:
+    """The selection draws per input that screen the candidates
+    (:data:`SCREEN_FROM`): the first ``1/SCREEN_SHARE`` of ``select_draws`` in
+    whole blocks, or 0 (no screening) below ``screen_from``."""
+    if select_draws < screen_from:
+        return 0
+    head = select_draws // SCREEN_SHARE // BLOCK_DRAWS * BLOCK_DRAWS
+    return head if 0 < head < select_draws else 0
 
 
-def _portfolio_choice(
-    settings: AutoSettings, context: AttackContext, watch: _Stopwatch
-) -> tuple[Attack, Any]:
-    """Prepares every applicable candidate on a training sample, scores each on a
-    selection sample by the bound its events promise on the counted sample
-    (:func:`mcdp.learning.promises_of_counts`; a scorer's thresholds chosen on the
-    sample's first half, every candidate judged on its second), and returns the one
-    :func:`_choice` takes alone, a scorer with thresholds chosen on the whole
-    selection sample: only its events reach the counted sample, so only they enter
-    the correction. The exact loss's thresholds are chosen, where it wins, on the
-    masses that :func:`mcdp.learning.loss_weighted_counts` estimates from both
-    inputs' draws. Both samples come from ``context.key``, which the counted sample
-    never uses."""
-    mech, pair, params, dtype = (
-        context.mechanism, context.pair, context.params, context.dtype,
-    )  # fmt: skip
-    key_train, key_select = (jax.random.fold_in(context.key, s) for s in range(2))
-    train_draws, select_draws = learned_sizes(
-        context.draws, settings.train_draws, settings.select_draws
-    )
-    candidates = _prepared_candidates(settings, context, key_train, train_draws, watch)
-    if not candidates:
-        raise ValueError(
-            f"attack 'auto': none of the candidates {settings.candidates} applies "
-            f"to {mech.name!r}."
-        )
-    fns = tuple(c.value for c in candidates)
+def _kept(
+    scores: Sequence[float], lowest: Sequence[float], highest: Sequence[float]
+) -> list[int]:
+    """The candidates that the screening keeps, in order: every one where none
+    promises a positive bound (``scores``: nothing to tell them apart by), else
+    those whose promise at the optimistic ends of their judged rates (``highest``)
+    reaches the best promise at the pessimistic ends (``lowest``), each rate's
+    interval at :data:`SCREEN_CONFIDENCE`. (A standard deviation does not serve:
+    an event that one input never showed has a spread of about 1.4 in the log
+    ratio at any number of draws, so that float-support, whose every event is such,
+    left no other candidate behind however far ahead it was.)"""
+    if max(scores) <= 0:
+        return list(range(len(scores)))
+    floor = max(lowest)
+    return [j for j, high in enumerate(highest) if high >= floor]
+
+
+def _selection_values(
+    candidates: Sequence[_Candidate],
+    context: AttackContext,
+    key: PRNGKey,
+    num_draws: int,
+    *,
+    first_draw: int = 0,
+    kept: Sequence[int] | None = None,
+) -> tuple[np.ndarray, ...]:
+    """The values of the candidates (those of index ``kept``, by default all) on
+    the selection draws ``first_draw`` .. ``first_draw + num_draws - 1`` of
+    ``key``, one ``(2, num_draws)`` array each."""
+    chosen = candidates if kept is None else [candidates[j] for j in kept]
+    fns = tuple(c.value for c in chosen)
     # the outputs keyed once for every candidate looked up
-    keys = _shared_keys(candidates) if SHARED_KEYS else None
-    keyed = tuple(keys is not None and c.keys is not None for c in candidates)
-    dtypes = tuple(_values_dtype(c) for c in candidates)
-    values = draw(
-        key_select, mech, pair, params, select_draws, dtype=dtype,
-        transform=_values_transform(fns, keyed, dtypes),
-        aux=(keys, tuple(c.aux for c in candidates)), engine=context.engine,
+    keys = _shared_keys(chosen) if SHARED_KEYS else None
+    keyed = tuple(keys is not None and c.keys is not None for c in chosen)
+    dtypes = tuple(_values_dtype(c) for c in chosen)
+    return draw(
+        key, context.mechanism, context.pair, context.params, num_draws,
+        dtype=context.dtype, transform=_values_transform(fns, keyed, dtypes),
+        aux=(keys, tuple(c.aux for c in chosen)), engine=context.engine,
+        first_draw=first_draw,
     )  # fmt: skip
-    watch.lap("selection draws", values)  # (2, select_draws) per candidate
-    draws, confidence = max(context.draws, 1), context.confidence
+
+
+def _judged(
+    candidates: Sequence[_Candidate],
+    values: Sequence[np.ndarray],
+    *,
+    select: Any,
+    max_events: int,
+    dtype: str,
+    promise: Any,
+) -> tuple[tuple[dict, ...], tuple[tuple, ...], tuple[float, ...], tuple[float, ...]]:
+    """Each candidate judged on its ``values`` (``(2, n)``): how it chooses its
+    final events, its judged counts (``(*at_least, events, n)``: the counts on the
+    second half of events chosen on the first), and its score and spread
+    (:func:`_promise`; where nothing promises a positive bound at the judged rates'
+    pessimistic ends, the bounds at the rates themselves)."""
     # The scorers choose their thresholds on the first half of the selection draws;
     # every candidate is judged on the second half, so that a scorer's promise is
     # not that of thresholds fitted to the very draws that judge them (the
     # winner's curse of rare events).
     half = values[0].shape[1] // 2
     n = values[0].shape[1] - half
-    select = functools.partial(
-        learning.select_thresholds, draws=draws, confidence=confidence,
-        max_events=settings.max_events, epsilon=context.epsilon, delta=context.delta,
-    )  # fmt: skip
 
     def judge(j: int) -> tuple[dict, tuple]:
         """How candidate ``j`` chooses its final events, and its judged counts."""
@@ -1478,7 +1515,7 @@ def _portfolio_choice(
             at_least = [
                 np.array([np.count_nonzero(v >= t) for t in chosen]) for v in judged
             ]
-            events = settings.max_events
+            events = max_events
         else:
             k = candidate.attack.num_outcomes
             at_least = [
@@ -1486,7 +1523,7 @@ def _portfolio_choice(
                 for v in judged
             ]
             events = max(k - 1, 1)
-        return choice, (*at_least, events)
+        return choice, (*at_least, events, n)
 
     # the candidates judged side by side: NumPy's sorts and counts on large arrays
     # release the GIL, and each candidate's work is its own
@@ -1495,23 +1532,110 @@ def _portfolio_choice(
         workers, thread_name_prefix="mcdp-choice"
     ) as pool:
         choices, counts = zip(*pool.map(judge, range(len(candidates))), strict=True)
-    promise = functools.partial(
-        _promise, n=n, draws=draws, confidence=confidence,
-        epsilon=context.epsilon, delta=context.delta,
-    )  # fmt: skip
-    scores, spreads = zip(*(promise(*c) for c in counts), strict=True)
+    scores, spreads = zip(*(promise(*c[:-1], n=n) for c in counts), strict=True)
     if max(scores) <= 0:
         # Nothing promises a positive bound at the judged rates' pessimistic ends
         # (a small selection sample): compare the bounds at the rates themselves
         # instead, rather than let the order of the candidates decide.
         scores, spreads = zip(
-            *(promise(*c, estimate=True) for c in counts), strict=True
+            *(promise(*c[:-1], n=n, estimate=True) for c in counts), strict=True
         )
+    return choices, counts, scores, spreads
+
+
+def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attack, Any]:
+    """:func:`_portfolio_choice`, with the seconds of its stages in the attack's
+    ``preparation``."""
+    watch = _Stopwatch()
+    attack, aux = _portfolio_choice(settings, context, watch)
+    watch.lap("choice", aux)
+    return attack._replace(preparation=tuple(watch.stages.items())), aux
+
+
+def _portfolio_choice(
+    settings: AutoSettings, context: AttackContext, watch: _Stopwatch
+) -> tuple[Attack, Any]:
+    """Prepares every applicable candidate on a training sample, scores each on a
+    selection sample by the bound its events promise on the counted sample
+    (:func:`mcdp.learning.promises_of_counts`; a scorer's thresholds chosen on the
+    sample's first half, every candidate judged on its second), and returns the one
+    :func:`_choice` takes alone, a scorer with thresholds chosen on the whole
+    selection sample: only its events reach the counted sample, so only they enter
+    the correction. The exact loss's thresholds are chosen, where it wins, on the
+    masses that :func:`mcdp.learning.loss_weighted_counts` estimates from both
+    inputs' draws. Both samples come from ``context.key``, which the counted sample
+    never uses."""
+    mech, dtype = context.mechanism, context.dtype
+    key_train, key_select = (jax.random.fold_in(context.key, s) for s in range(2))
+    train_draws, select_draws = learned_sizes(
+        context.draws, settings.train_draws, settings.select_draws
+    )
+    candidates = _prepared_candidates(settings, context, key_train, train_draws, watch)
+    labels = [c.label for c in candidates]
+    if not candidates:
+        raise ValueError(
+            f"attack 'auto': none of the candidates {settings.candidates} applies "
+            f"to {mech.name!r}."
+        )
+    selected = functools.partial(_selection_values, candidates, context, key_select)
+    draws, confidence = max(context.draws, 1), context.confidence
+    select = functools.partial(
+        learning.select_thresholds, draws=draws, confidence=confidence,
+        max_events=settings.max_events, epsilon=context.epsilon, delta=context.delta,
+    )  # fmt: skip
+    promise = functools.partial(
+        _promise, draws=draws, confidence=confidence,
+        epsilon=context.epsilon, delta=context.delta,
+    )  # fmt: skip
+    judged = functools.partial(
+        _judged, select=select, max_events=settings.max_events, dtype=dtype,
+        promise=promise,
+    )  # fmt: skip
+    screen_from = SCREEN_FROM if settings.screen_from is None else settings.screen_from
+    head = _screen_draws(select_draws, screen_from)
+    left: dict[str, float] = {}  # the candidates left at the screening: their scores
+    if head:
+        values = selected(head)
+        watch.lap("screening draws", values)
+        _, counts, scores, _ = judged(candidates, values)
+        ends = [
+            [promise(*c, n=n, interval=SCREEN_CONFIDENCE, optimistic=o)[0]
+             for *c, n in counts]
+            for o in (False, True)
+        ]  # fmt: skip
+        kept = _kept(scores, *ends)
+        left = {
+            c.label: s
+            for j, (c, s) in enumerate(zip(candidates, scores, strict=True))
+            if j not in kept
+        }
+        watch.lap("screening")
+        only = candidates[kept[0]]
+        if len(kept) == 1 and only.attack is not None:
+            # an outcome attack chooses nothing on the selection draws: the rest of
+            # them would only judge it again
+            table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
+            return only.attack._replace(
+                selection=table, screened=tuple(c.label for c in candidates),
+                screen_draws=head,
+            ), only.aux  # fmt: skip
+        rest = selected(select_draws - head, first_draw=head, kept=kept)
+        values = tuple(
+            np.concatenate([values[j], r], axis=1)
+            for j, r in zip(kept, rest, strict=True)
+        )
+        candidates = [candidates[j] for j in kept]
+    else:
+        values = selected(select_draws)
+    watch.lap("selection draws", values)  # (2, select_draws) per candidate
+    choices, _, scores, spreads = judged(candidates, values)
     best = _choice(scores, spreads, settings.margin)
-    table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
+    by_label = {c.label: s for c, s in zip(candidates, scores, strict=True)} | left
+    table = tuple((label, by_label[label]) for label in labels if label in by_label)
+    screened = dict(screened=tuple(left), screen_draws=head) if left else {}
     winner = candidates[best]
     if winner.attack is not None:
-        return winner.attack._replace(selection=table), winner.aux
+        return winner.attack._replace(selection=table, **screened), winner.aux
     # The winner's thresholds, chosen on the whole selection sample. The exact
     # loss's are chosen on its weighted masses at face value: they aim at the
     # counted sample's best events, rarer than those that its pessimistic counts
@@ -1527,21 +1651,21 @@ def _portfolio_choice(
         attack = Attack(
             "lr", len(thresholds) + 1, _loss_guess_of(mech),
             events=_lr_events(thresholds), selection=table,
-            by_block=mech.loss_by_block and memo is None,
+            by_block=mech.loss_by_block and memo is None, **screened,
         )  # fmt: skip
         return attack, (winner.aux, thresholds)
     if winner.label == "histogram":
         events = tuple(f"histogram log ratio >= {t:.6g}" for t in thresholds)
         attack = Attack(
             "histogram", len(thresholds) + 1, _histogram_guess, events=events,
-            selection=table,
+            selection=table, **screened,
         )  # fmt: skip
         return attack, (winner.aux, thresholds)
     attack = _scored(
         winner.label, winner.model, winner.features, thresholds, winner.label, table,
         memoised=winner.value,
     )  # fmt: skip
-    return attack, (winner.aux, thresholds)
+    return attack._replace(**screened), (winner.aux, thresholds)
 
 
 def auto_attack(
@@ -1551,6 +1675,7 @@ def auto_attack(
     max_events: int = MAX_EVENTS,
     candidates: Sequence[str] = AUTO_CANDIDATES,
     margin: float = CHOICE_MARGIN,
+    screen_from: int | None = None,
 ) -> Attack:
     """The portfolio (``ATTACKS["auto"]`` has the defaults): every applicable
     attack is prepared, the best on fresh draws is counted.
@@ -1594,6 +1719,10 @@ def auto_attack(
       margin: how many standard deviations of the best promise a later candidate
         must promise beyond an earlier one to be chosen over it
         (:data:`CHOICE_MARGIN`), a finite number >= 0.
+      screen_from: the selection draws per input from which the candidates are
+        screened on the first ``1/SCREEN_SHARE`` of them, and only those that
+        could still be chosen scored on the rest (``None``: :data:`SCREEN_FROM`;
+        at least 2).
     """
     chosen = tuple(dict.fromkeys(candidates))
     for label in chosen:
@@ -1606,6 +1735,7 @@ def auto_attack(
         max_events=_validate.integer("max_events", max_events, low=1, high=64),
         candidates=chosen,
         margin=_validate.nonnegative("margin", margin),
+        screen_from=_validate.draws_or_none("screen_from", screen_from),
     )
     return Attack(
         "auto", 0, _unprepared, prepare=functools.partial(_prepare_auto, settings)

@@ -1495,13 +1495,18 @@ def promises_of_counts(
     epsilon: float,
     delta: float,
     estimate: bool = False,
+    optimistic: bool = False,
+    interval: float = SELECTION_CONFIDENCE,
 ) -> tuple[np.ndarray, np.ndarray]:
     r""":func:`predicted_bounds` from the counts of the events ``{s >= t}`` among
     ``n_first`` and ``n_second`` outputs of each input (arrays over the events;
-    ``estimate=True`` takes the rates themselves rather than their pessimistic
-    ends) and, per event, the standard deviation of the bound that its best set
-    and order measure on this sample (the delta method on the two binomial
-    counts, each with half a count added so that an empty cell is finite):
+    the rates at the pessimistic ends of their ``interval`` Clopper-Pearson
+    intervals, the rate of the input the event speaks for at its lower end and the
+    other's at its upper end; ``optimistic=True`` takes the other ends, and
+    ``estimate=True`` the rates themselves) and, per event, the standard
+    deviation of the bound that its best set and order measure on this sample
+    (the delta method on the two binomial counts, each with half a count added so
+    that an empty cell is finite):
     :math:`\sqrt{(1-p)/(np) + (1-q)/(mq)}` for the log ratio :math:`\ln p/q`
     where ``delta`` is 0, else
     :math:`\sqrt{p(1-p)/n + e^{2\varepsilon} q(1-q)/m}`. It is how far the
@@ -1518,9 +1523,12 @@ def promises_of_counts(
         for high, low in ((a, b), (b, a)):  # the event speaks for `high`'s input
             if estimate:
                 p_high, p_low = high[0] / high[1], low[0] / low[1]
+            elif optimistic:
+                _, p_high = clopper_pearson_arrays(*high, interval)
+                p_low, _ = clopper_pearson_arrays(*low, interval)
             else:
-                p_high, _ = clopper_pearson_arrays(*high, SELECTION_CONFIDENCE)
-                _, p_low = clopper_pearson_arrays(*low, SELECTION_CONFIDENCE)
+                p_high, _ = clopper_pearson_arrays(*high, interval)
+                _, p_low = clopper_pearson_arrays(*low, interval)
             lower, _ = clopper_pearson_arrays(p_high * draws, draws, per_interval)
             _, upper = clopper_pearson_arrays(p_low * draws, draws, per_interval)
             (k_h, n_h), (k_l, n_l) = high, low

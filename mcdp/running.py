@@ -507,7 +507,8 @@ def _delta_audit(
         epsilon_exact = mech.exact_epsilon(host_params, tx)
     exact_loss = None
     majority = (  # a portfolio's too
-        attack._replace(selection=(), preparation=()) == MAJORITY_VOTE
+        attack._replace(selection=(), preparation=(), screened=(), screen_draws=0)
+        == MAJORITY_VOTE
     )
     if plan.pair_name == "zeros-ones" and majority and spec.exact:
         e2 = exact_e2(mech, params, plan.dim)
@@ -561,6 +562,8 @@ def _delta_audit(
                 attack_seconds=round(attack_seconds, 4),
                 events=attack.event_names(),
                 selection=dict(attack.selection) if attack.selection else None,
+                screened=list(attack.screened) if attack.screened else None,
+                screen_draws=attack.screen_draws if attack.screened else None,
                 attack_stages=(
                     {k: round(v, 4) for k, v in attack.preparation}
                     if attack.preparation

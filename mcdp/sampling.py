@@ -204,8 +204,11 @@ def draw(
     transform: Callable[[Array, Any], Any] | None = None,
     aux: Any = None,
     engine: Engine | None = None,
+    first_draw: int = 0,
 ) -> Any:
-    """``num_draws`` outputs of ``mechanism`` on every row of ``xs``, to the host.
+    """``num_draws`` outputs of ``mechanism`` on every row of ``xs``, to the host:
+    those from the ``first_draw``-th on of the draws that ``key`` gives each input
+    (0: its first), so that draws made in parts are the draws made at once.
 
     The draws of input ``i`` come from the blocks of ``fold_in(key, i)``, as in
     :func:`iter_counts`: with the same key, they are the draws that the engine would
@@ -222,6 +225,11 @@ def draw(
       arrays that ``transform`` returns.
     """
     job = _job(key, mechanism, None, xs, params, num_draws, dtype, aux)
+    first_draw = _validate.integer(
+        "first_draw", first_draw, low=0, high=_validate.MAX_DRAWS - num_draws
+    )
     engine = engine or default_engine(mechanism)
     _compilation_cache.enable()
-    return engine.draw(job, transform)
+    if first_draw == 0:  # an engine written before draws in parts still draws
+        return engine.draw(job, transform)
+    return engine.draw(job, transform, first_draw=first_draw)

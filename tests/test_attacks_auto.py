@@ -535,6 +535,76 @@ def test_a_later_candidate_displaces_an_earlier_one_only_beyond_the_margin():
         auto_attack(margin=math.inf)
 
 
+# --- the screening -------------------------------------------------------------------
+
+SCREENED = dict(train_draws=20_000, select_draws=160_000)
+
+
+def _textbook(candidates=AUTO_CANDIDATES, screen_from=None):
+    """The README's textbook float Laplace (0 against 1), its selection sample of
+    1.6e5 per input screened on its first eighth where ``screen_from`` is small."""
+    attack = auto_attack(candidates=candidates, screen_from=screen_from, **SCREENED)
+    return mcdp.audit_delta(
+        subjects.numpy_textbook_laplace(1.0), 1.0, 0.0, 1, 100_000,
+        pair=np.array([[0.0], [1.0]]), attack=attack, seed=SEED,
+    )  # fmt: skip
+
+
+def test_the_screening_keeps_the_choice_its_events_and_the_counts():
+    """Screened (the default from 2^23 selection draws per input; here from 2),
+    the textbook float Laplace's portfolio leaves its two moment scorers at the
+    screening, far below float-support, and judges float-support and the bit
+    scorer on the whole sample: the same choice, events, counts and bound as the
+    sample judged whole, and for those kept the same scores, the same values being
+    drawn in two parts. The record names those left and the screening's size."""
+    whole = _textbook(screen_from=1 << 40)
+    screened = _textbook(screen_from=2)
+    assert whole.screened is None and whole.screen_draws is None
+    assert screened.screened == ["learned", "learned-mlp"]
+    assert screened.screen_draws == 19_456  # 1.6e5 / 8, in whole blocks
+    assert screened.attack == whole.attack == "float-support"
+    assert screened.counts == whole.counts and screened.events == whole.events
+    assert screened.epsilon_lower == whole.epsilon_lower
+    assert list(screened.selection) == list(whole.selection)  # the portfolio's order
+    for label in ("float-support", "learned-bits"):
+        assert screened.selection[label] == whole.selection[label]
+    for label in screened.screened:  # judged on fewer draws: a lower promise
+        assert screened.selection[label] < screened.selection["float-support"]
+    assert list(screened.attack_stages)[-4:] == [
+        "screening draws", "screening", "selection draws", "choice",
+    ]  # fmt: skip
+
+
+def test_an_outcome_attack_left_alone_at_the_screening_is_counted_at_once():
+    """Where the screening leaves one candidate and it is an outcome attack, which
+    chooses nothing on the selection draws, the rest of them is not drawn: every
+    score is the screening's, and the counts are the whole sample's choice's."""
+    candidates = ("float-support", "learned", "learned-mlp")
+    whole = _textbook(candidates, screen_from=1 << 40)
+    alone = _textbook(candidates, screen_from=2)
+    assert alone.attack == whole.attack == "float-support"
+    assert alone.screened == list(candidates)
+    assert "selection draws" not in alone.attack_stages
+    assert alone.counts == whole.counts and alone.epsilon_lower == whole.epsilon_lower
+
+
+def test_the_screening_keeps_what_could_still_be_chosen():
+    """A candidate is left only where its promise with every rate at its optimistic
+    end is below the best promise with every rate at its pessimistic end; where
+    nothing promises a positive bound, every one is kept."""
+    kept = attacks._kept
+    scores = (0.5, 0.1, -0.2, 0.45)
+    lowest = (0.4, 0.0, -0.5, 0.3)
+    highest = (0.6, 0.39, 0.41, 0.6)
+    assert kept(scores, lowest, highest) == [0, 2, 3]
+    assert kept((-0.1, -0.2), (-0.3, -0.4), (-0.2, -0.35)) == [0, 1]
+    assert attacks._screen_draws(attacks.SCREEN_FROM - 1, attacks.SCREEN_FROM) == 0
+    assert attacks._screen_draws(10**7, attacks.SCREEN_FROM) == 1_249_280
+    assert attacks.SCREEN_FROM == 1 << 23  # audits of 8.4e7 draws and more
+    with pytest.raises(ValueError, match="screen_from"):
+        auto_attack(screen_from=1)
+
+
 def test_auto_with_one_candidate_counts_what_that_attack_counts():
     """Restricted to the majority vote (no preparation of its own), the portfolio
     hands the counted draws to the same event: the counts are the attack's, draw
@@ -631,7 +701,9 @@ def test_a_few_valued_scorers_atoms_survive_a_last_bit_of_rounding(monkeypatch, 
 ALARM = 1e-3
 
 
-def _audits(mechanism, epsilon, pair, runs, draws, candidates=AUTO_CANDIDATES):
+def _audits(
+    mechanism, epsilon, pair, runs, draws, candidates=AUTO_CANDIDATES, screen_from=None
+):
     confidence = 1 - ALARM / runs
     return [
         mcdp.audit_delta(
@@ -641,7 +713,7 @@ def _audits(mechanism, epsilon, pair, runs, draws, candidates=AUTO_CANDIDATES):
             pair.shape[1],
             draws,
             pair=pair,
-            attack=auto_attack(candidates=candidates, **SMALL),
+            attack=auto_attack(candidates=candidates, screen_from=screen_from, **SMALL),
             seed=seed,
             confidence=confidence,
         )  # fmt: skip
@@ -649,15 +721,21 @@ def _audits(mechanism, epsilon, pair, runs, draws, candidates=AUTO_CANDIDATES):
     ]
 
 
-def _refutations(mechanism, epsilon, pair, runs, draws):
-    return sum(r.violated for r in _audits(mechanism, epsilon, pair, runs, draws))
+def _refutations(mechanism, epsilon, pair, runs, draws, screen_from=None):
+    audits = _audits(mechanism, epsilon, pair, runs, draws, screen_from=screen_from)
+    return sum(r.violated for r in audits)
 
 
-def test_auto_never_refutes_a_mechanism_that_ignores_its_input():
+@pytest.mark.parametrize("screen_from", [None, 2], ids=["default", "screened"])
+def test_auto_never_refutes_a_mechanism_that_ignores_its_input(screen_from):
     """``random`` outputs do not depend on the input: any claim holds, even 0.05.
-    Three seeds here (the slow test runs 20)."""
+    Three seeds here (the slow test runs 20), with the selection sample judged
+    whole (the default at this size) and screened on its first eighth."""
     pair = np.array([[0.0, 0.0], [1.0, 1.0]])
-    assert _refutations("random", 0.05, pair, runs=3, draws=20_000) == 0
+    runs = _refutations(
+        "random", 0.05, pair, runs=3, draws=20_000, screen_from=screen_from
+    )
+    assert runs == 0
 
 
 @pytest.mark.slow
@@ -671,10 +749,16 @@ def test_auto_never_refutes_a_mechanism_that_ignores_its_input():
     ],
     ids=["random", "numpy-snapped-laplace", "truncated-geometric", "snapping"],
 )
-def test_auto_never_refutes_correct_controls_over_20_seeds(mechanism, epsilon):
+@pytest.mark.parametrize("screen_from", [None, 2], ids=["default", "screened"])
+def test_auto_never_refutes_correct_controls_over_20_seeds(
+    mechanism, epsilon, screen_from
+):
     """``snapping``'s zeros are -0.0 or 0.0 by the sign of the noisy value, and
     the histogram keys them apart; its loss over those outputs is its claim (up to
-    5.3e-13: ``snapping_exact_epsilon``, which counts them apart)."""
+    5.3e-13: ``snapping_exact_epsilon``, which counts them apart). Each with the
+    selection sample judged whole (the default at this size) and screened on its
+    first eighth: what the screening leaves or keeps is chosen on selection draws,
+    which the counted sample never sees, so the budget is the same."""
     if mechanism in ("truncated-geometric", "snapping"):
         epsilon = SUITE[mechanism].epsilon
         pair = make_pair("scalar-0-1", 1)
@@ -683,7 +767,10 @@ def test_auto_never_refutes_correct_controls_over_20_seeds(mechanism, epsilon):
     else:
         pair = np.array([[0.0], [1.0]])
     assert epsilon is not None and math.isfinite(epsilon)
-    assert _refutations(mechanism, epsilon, pair, runs=20, draws=100_000) == 0
+    refuted = _refutations(
+        mechanism, epsilon, pair, runs=20, draws=100_000, screen_from=screen_from
+    )
+    assert refuted == 0
 
 
 @pytest.mark.slow

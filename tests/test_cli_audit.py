@@ -1,6 +1,7 @@
 """``mcdp audit``: the JSON contract, one-line errors with exit status 2 and no
 partial output, and the (epsilon, delta) audits of ``--delta``."""
 
+import functools
 import json
 import math
 
@@ -136,15 +137,22 @@ def test_the_selection_line_says_why_a_lower_promise_was_chosen():
     from mcdp.cli._text import _selection_line
 
     selection = {"learned": 0.21, "learned-mlp": 0.24, "majority": -0.01}
-    (kept,) = _selection_line(SimpleNamespace(attack="learned", selection=selection))
+    record = functools.partial(SimpleNamespace, selection=selection, screened=None)
+    (kept,) = _selection_line(record(attack="learned"))
     assert kept.startswith(
         "auto chose learned; promised on the selection draws: "
         "learned-mlp 0.24, learned 0.21, majority -0.01 (learned is earlier"
     )
-    (best,) = _selection_line(
-        SimpleNamespace(attack="learned-mlp", selection=selection)
-    )
+    (best,) = _selection_line(record(attack="learned-mlp"))
     assert best.endswith("majority -0.01")
+    # the candidates left at the screening are named, with its size
+    (screened,) = _selection_line(
+        record(attack="learned-mlp", screened=["majority"], screen_draws=1_249_280)
+    )
+    assert screened.endswith(
+        "majority -0.01; judged on the first 1,249,280 selection draws per dataset "
+        "alone, and left there: majority"
+    )
 
 
 @pytest.mark.parametrize(

@@ -197,6 +197,43 @@ def test_a_tuple_transform_gives_each_array_whole_and_contiguous(mechanism):
         np.testing.assert_array_equal(values, outputs[:, :, j] + 2.0)
 
 
+@pytest.mark.parametrize(
+    "mechanism", [MECH, mcdp.get_mechanism("laplace")], ids=["host", "device"]
+)
+@pytest.mark.parametrize(
+    "first",
+    [host.HOST_BLOCK_DRAWS, 2 * sampling.BLOCK_DRAWS + 5, DRAWS - 3],
+    ids=["host-block", "ragged", "near-end"],
+)
+def test_draws_in_parts_are_the_draws_at_once(mechanism, first):
+    """``first_draw`` gives the draws that one draw from 0 gives there, transformed
+    alike (the portfolio screens its candidates on the first selection draws and
+    draws the rest for those it keeps): from a host block's start, from inside a
+    device block, and a few draws before the end, on either engine."""
+    key = sampling.key(SEED)
+    params = None if mechanism is MECH else mechanism.calibrate_sanity_check(1.0, 2)
+    whole = sampling.draw(
+        key, mechanism, PAIR, params, DRAWS, transform=_columns, aux=np.float64(2.0)
+    )
+    head = sampling.draw(
+        key, mechanism, PAIR, params, first, transform=_columns, aux=np.float64(2.0)
+    )
+    rest = sampling.draw(
+        key, mechanism, PAIR, params, DRAWS - first, transform=_columns,
+        aux=np.float64(2.0), first_draw=first,
+    )  # fmt: skip
+    for j in range(2):
+        assert rest[j].shape == (2, DRAWS - first) and rest[j].flags.c_contiguous
+        np.testing.assert_array_equal(head[j], whole[j][:, :first])
+        np.testing.assert_array_equal(rest[j], whole[j][:, first:])
+
+
+@pytest.mark.parametrize("first", [-1, 1.5])
+def test_a_bad_first_draw_is_refused(first):
+    with pytest.raises(ValueError, match="first_draw"):
+        sampling.draw(sampling.key(SEED), MECH, PAIR, None, 10, first_draw=first)
+
+
 def test_outputs_follow_the_callable():
     """The first host block of input i is fn(generator of (i, 0), x_i, n)."""
     key = sampling.key(SEED)

@@ -139,6 +139,11 @@ def _selection_line(r: DeltaAuditResult) -> list[str]:
             f" ({r.attack} is earlier in the portfolio's order and within the "
             "margin of the best promise's noise)"
         )
+    if r.screened:
+        line += (
+            f"; judged on the first {r.screen_draws:,} selection draws per dataset "
+            f"alone, and left there: {', '.join(r.screened)}"
+        )
     return [line]
 
 

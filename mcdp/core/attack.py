@@ -90,6 +90,10 @@ class Attack(NamedTuple):
         draws after another rather than a chunk of blocks at once (a guess of
         large matrix products, such as the MLP's, runs several times faster so;
         a cheap one a little slower). The counts are the same either way.
+      screened: the candidates of ``selection`` whose score is that of the
+        portfolio's screening alone, on the first ``screen_draws`` selection draws
+        per input (:data:`mcdp.attacks.SCREEN_FROM`); empty where every score is
+        that of the whole selection sample.
     """
 
     name: str
@@ -101,6 +105,8 @@ class Attack(NamedTuple):
     selection: tuple[tuple[str, float], ...] = ()
     preparation: tuple[tuple[str, float], ...] = ()
     by_block: bool = False
+    screened: tuple[str, ...] = ()
+    screen_draws: int = 0
 
     def event_names(self) -> list[str]:
         """What each threshold ``outcome >= k``, k = 1 .. num_outcomes - 1, means

@@ -272,6 +272,12 @@ class DeltaAuditResult(Record):
     selection: dict[str, float] | None = None
     # attack "auto": seconds of its preparation by stage (Attack.preparation)
     attack_stages: dict[str, float] | None = None
+    # attack "auto", from mcdp.attacks.SCREEN_FROM selection draws per input: the
+    # candidates whose selection score is that of the first screen_draws
+    # selection draws per input alone, the screening that left them there (the
+    # winner among them where it was the only one left, an outcome attack)
+    screened: list[str] | None = None
+    screen_draws: int | None = None
     # a dataset audit: the two datasets (records as lists), and on a sample of
     # their own, how often each one's releases raised or held NaN/inf, and how
     # many structures they took (mcdp.core.releases.summary)

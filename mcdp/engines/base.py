@@ -70,8 +70,10 @@ class Engine(Protocol):
         self,
         job: CountJob,
         transform: Callable[[Array, Any], Any] | None,
+        first_draw: int = 0,
     ) -> Any:
-        """The first ``job.num_draws`` outputs of every input, mapped by
+        """``job.num_draws`` outputs of every input from its ``first_draw``-th on
+        (those that a draw from 0 would give there), mapped by
         ``transform(y, job.aux)`` where given (``job.attack`` is not used): shape
         ``(num_inputs, num_draws, ...)``; where ``transform`` returns a tuple (or
         another pytree) of arrays, the same tree of such arrays, each contiguous

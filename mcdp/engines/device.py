@@ -438,9 +438,17 @@ class DeviceEngine:
             block += chunks * num_devices * chunk_blocks
             yield min(block * BLOCK_DRAWS, job.num_draws), added
 
-    def draw(self, job: CountJob, transform: Callable[[Array, Any], Any] | None) -> Any:
+    def draw(
+        self,
+        job: CountJob,
+        transform: Callable[[Array, Any], Any] | None,
+        first_draw: int = 0,
+    ) -> Any:
         num_inputs, dim = job.xs.shape
-        total_blocks = -(-job.num_draws // BLOCK_DRAWS)
+        # the blocks that hold draws first_draw .. first_draw + num_draws - 1, the
+        # first `skip` draws of the first one cut off below
+        start_block, skip = divmod(first_draw, BLOCK_DRAWS)
+        total_blocks = -(-(skip + job.num_draws) // BLOCK_DRAWS)
         per_call = max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))  # blocks per call
         with jax.enable_x64(job.dtype == "float64"):
             keys = _input_keys(job.key, num_inputs)
@@ -458,7 +466,7 @@ class DeviceEngine:
                 sample = _sampler(job.mechanism, by_block, jax.default_backend())
             whole = None  # each array of all the draws, filled call by call
             pending = None  # the last call's outputs, on their way to the host
-            for first in range(0, total_blocks, count):
+            for first in range(start_block, start_block + total_blocks, count):
                 out = _draw_impl(
                     keys, xs_d, params_d, jnp.uint32(first), aux_d,
                     sample=sample, transform=transform or _identity,
@@ -474,7 +482,7 @@ class DeviceEngine:
                     )
                 if pending is not None:  # read while the device draws this call
                     _fill(whole, *pending, job.num_draws)
-                pending = out, first * BLOCK_DRAWS
+                pending = out, (first - start_block) * BLOCK_DRAWS - skip
             _fill(whole, *pending, job.num_draws)
         return whole
 
@@ -498,18 +506,19 @@ def _on_cpu_unless_set(setting: bool | None) -> bool:
 
 def _fill(whole: Any, out: Any, start: int, num_draws: int) -> None:
     """Copies the rows of ``out`` (a call's arrays, from row ``start``) into
-    ``whole`` on the host, those past ``num_draws`` cut off. Each call's transfer
-    is started as soon as the call is dispatched, read while the next one runs,
-    and freed once copied, so that the host reuses its memory, where keeping the
-    parts to concatenate them at the end wrote every value to fresh memory twice.
+    ``whole`` on the host, those before row 0 and past ``num_draws`` cut off.
+    Each call's transfer is started as soon as the call is dispatched, read while
+    the next one runs, and freed once copied, so that the host reuses its memory,
+    where keeping the parts to concatenate them at the end wrote every value to
+    fresh memory twice.
     On an H200 the seven arrays of ``truncated-geometric``'s selection draws (2 x
     1e7 values each) came to the host in 0.71-0.87 s, against 1.24-1.29 s with
     the parts concatenated (benchmarks/RESULTS.md, "GPU: the three misses of
     target 5 again, and the selection draws on the host")."""
 
     def one(w, v):
-        stop = min(start + v.shape[1], num_draws)
-        w[:, start:stop] = np.asarray(v)[:, : stop - start]
+        low, stop = max(start, 0), min(start + v.shape[1], num_draws)
+        w[:, low:stop] = np.asarray(v)[:, low - start : stop - start]
 
     jax.tree.map(one, whole, out)
 

@@ -499,22 +499,23 @@ class HostEngine:
         if pending is not None:
             yield pending[0], _collect(pending[1])
 
-    def draw(self, job: CountJob, transform) -> Any:
-        """The first ``job.num_draws`` outputs of every input, from the host blocks
-        of ``job.key``, mapped by ``transform(y, job.aux)`` on the device where
-        given (a pytree of arrays where it returns one)."""
+    def draw(self, job: CountJob, transform, first_draw: int = 0) -> Any:
+        """``job.num_draws`` outputs of every input from its ``first_draw``-th on,
+        from the host blocks of ``job.key``, mapped by ``transform(y, job.aux)`` on
+        the device where given (a pytree of arrays where it returns one)."""
         n = HOST_BLOCK_DRAWS
         mechanism = job.mechanism
-        stop = -(-job.num_draws // n)
-        per_task = _per_task(input_width(job.xs), 0, stop, self.task_scalars)
+        first, skip = divmod(first_draw, n)  # the first host block, cut by skip
+        stop = -(-(first_draw + job.num_draws) // n)
+        per_task = _per_task(input_width(job.xs), first, stop, self.task_scalars)
         parts: list[list[Any]] = [[] for _ in range(len(job.xs))]
         x64 = job.dtype == "float64"
         with jax.enable_x64(x64):
             aux_d = device_tree(job.aux, job.dtype)
         width = None
         blocks = _blocks(
-            self.workers(mechanism), mechanism, job.key, job.xs, 0, stop, per_task,
-            job.dtype,
+            self.workers(mechanism), mechanism, job.key, job.xs, first, stop,
+            per_task, job.dtype,
         )  # fmt: skip
         for _, count, outputs in blocks:
             for i, out in enumerate(outputs):
@@ -525,7 +526,9 @@ class HostEngine:
                 rows = count * n
                 parts[i].append(jax.tree.map(lambda v, r=rows: np.asarray(v)[:r], y))
         per_input = [
-            jax.tree.map(lambda *p: np.concatenate(p)[: job.num_draws], *chunks)
+            jax.tree.map(
+                lambda *p: np.concatenate(p)[skip : skip + job.num_draws], *chunks
+            )
             for chunks in parts
         ]
         return jax.tree.map(lambda *inputs: np.stack(inputs), *per_input)
