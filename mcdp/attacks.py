@@ -57,6 +57,7 @@ from mcdp.core.attack import Attack, AttackContext
 from mcdp.core.mechanism import Mechanism
 from mcdp.core.releases import ReleaseCall
 from mcdp.engines.base import device_tree
+from mcdp.engines.device import host_array
 from mcdp.sampling import BLOCK_DRAWS, draw
 
 LR_GRID = 24  # evenly spaced thresholds on each side, besides the epsilons
@@ -1447,10 +1448,11 @@ def _selection_values(
     *,
     first_draw: int = 0,
     kept: Sequence[int] | None = None,
+    out: tuple[np.ndarray, ...] | None = None,
 ) -> tuple[np.ndarray, ...]:
     """The values of the candidates (those of index ``kept``, by default all) on
     the selection draws ``first_draw`` .. ``first_draw + num_draws - 1`` of
-    ``key``, one ``(2, num_draws)`` array each."""
+    ``key``, one ``(2, num_draws)`` array each (``out``'s, where given)."""
     chosen = candidates if kept is None else [candidates[j] for j in kept]
     fns = tuple(c.value for c in chosen)
     # the outputs keyed once for every candidate looked up
@@ -1461,7 +1463,7 @@ def _selection_values(
         key, context.mechanism, context.pair, context.params, num_draws,
         dtype=context.dtype, transform=_values_transform(fns, keyed, dtypes),
         aux=(keys, tuple(c.aux for c in chosen)), engine=context.engine,
-        first_draw=first_draw,
+        first_draw=first_draw, out=out,
     )  # fmt: skip
 
 
@@ -1619,11 +1621,18 @@ def _portfolio_choice(
                 selection=table, screened=tuple(c.label for c in candidates),
                 screen_draws=head,
             ), only.aux  # fmt: skip
-        rest = selected(select_draws - head, first_draw=head, kept=kept)
-        values = tuple(
-            np.concatenate([values[j], r], axis=1)
-            for j, r in zip(kept, rest, strict=True)
-        )
+        # each kept candidate's values in one array of the whole sample: the rest
+        # drawn into it, where concatenating the parts wrote each value again to
+        # fresh memory (truncated-geometric at 1e8, every candidate kept: 2.73 s
+        # for the rest of its selection draws, 1.33 s for all of them whole)
+        whole = tuple(host_array((2, select_draws), values[j].dtype) for j in kept)
+        for w, j in zip(whole, kept, strict=True):
+            w[:, :head] = values[j]
+        selected(
+            select_draws - head, first_draw=head, kept=kept,
+            out=tuple(w[:, head:] for w in whole),
+        )  # fmt: skip
+        values = whole
         candidates = [candidates[j] for j in kept]
     else:
         values = selected(select_draws)

@@ -205,6 +205,7 @@ def draw(
     aux: Any = None,
     engine: Engine | None = None,
     first_draw: int = 0,
+    out: Any = None,
 ) -> Any:
     """``num_draws`` outputs of ``mechanism`` on every row of ``xs``, to the host:
     those from the ``first_draw``-th on of the draws that ``key`` gives each input
@@ -222,7 +223,8 @@ def draw(
 
     Returns:
       An array of shape ``(num_inputs, num_draws, ...)``, or the tree of such
-      arrays that ``transform`` returns.
+      arrays that ``transform`` returns: ``out``, filled, where it is given (that
+      tree of host arrays, views of larger ones among them).
     """
     job = _job(key, mechanism, None, xs, params, num_draws, dtype, aux)
     first_draw = _validate.integer(
@@ -230,6 +232,8 @@ def draw(
     )
     engine = engine or default_engine(mechanism)
     _compilation_cache.enable()
-    if first_draw == 0:  # an engine written before draws in parts still draws
-        return engine.draw(job, transform)
-    return engine.draw(job, transform, first_draw=first_draw)
+    # only what is asked for: an engine written before draws in parts still draws
+    parts = {} if first_draw == 0 else {"first_draw": first_draw}
+    if out is not None:
+        parts["out"] = out
+    return engine.draw(job, transform, **parts)

@@ -208,8 +208,9 @@ def test_a_tuple_transform_gives_each_array_whole_and_contiguous(mechanism):
 def test_draws_in_parts_are_the_draws_at_once(mechanism, first):
     """``first_draw`` gives the draws that one draw from 0 gives there, transformed
     alike (the portfolio screens its candidates on the first selection draws and
-    draws the rest for those it keeps): from a host block's start, from inside a
-    device block, and a few draws before the end, on either engine."""
+    draws the rest for those it keeps), into ``out`` where given: from a host
+    block's start, from inside a device block, and a few draws before the end, on
+    either engine."""
     key = sampling.key(SEED)
     params = None if mechanism is MECH else mechanism.calibrate_sanity_check(1.0, 2)
     whole = sampling.draw(
@@ -226,6 +227,16 @@ def test_draws_in_parts_are_the_draws_at_once(mechanism, first):
         assert rest[j].shape == (2, DRAWS - first) and rest[j].flags.c_contiguous
         np.testing.assert_array_equal(head[j], whole[j][:, :first])
         np.testing.assert_array_equal(rest[j], whole[j][:, first:])
+    # the rest drawn into the arrays that will hold all of them, views of them
+    into = tuple(np.zeros((2, DRAWS)) for _ in range(2))
+    filled = sampling.draw(
+        key, mechanism, PAIR, params, DRAWS - first, transform=_columns,
+        aux=np.float64(2.0), first_draw=first, out=tuple(a[:, first:] for a in into),
+    )  # fmt: skip
+    for j in range(2):
+        assert filled[j].base is into[j]
+        np.testing.assert_array_equal(into[j][:, first:], whole[j][:, first:])
+        assert not into[j][:, :first].any()  # the head left as it was
 
 
 @pytest.mark.parametrize("first", [-1, 1.5])

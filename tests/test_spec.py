@@ -140,9 +140,9 @@ class _Recording:
         self.jobs.append(("count", job.num_draws, first_block))
         yield from self.inner.count(job, first_block)
 
-    def draw(self, job, transform, first_draw=0):
+    def draw(self, job, transform, first_draw=0, out=None):
         self.jobs.append(("draw", job.num_draws))
-        return self.inner.draw(job, transform, first_draw)
+        return self.inner.draw(job, transform, first_draw, out)
 
 
 def test_the_loop_counts_on_the_specs_engine():

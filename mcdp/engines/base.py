@@ -71,13 +71,16 @@ class Engine(Protocol):
         job: CountJob,
         transform: Callable[[Array, Any], Any] | None,
         first_draw: int = 0,
+        out: Any = None,
     ) -> Any:
         """``job.num_draws`` outputs of every input from its ``first_draw``-th on
         (those that a draw from 0 would give there), mapped by
         ``transform(y, job.aux)`` where given (``job.attack`` is not used): shape
         ``(num_inputs, num_draws, ...)``; where ``transform`` returns a tuple (or
         another pytree) of arrays, the same tree of such arrays, each contiguous
-        (the portfolio's candidates each have theirs)."""
+        (the portfolio's candidates each have theirs). Where ``out`` is given
+        (that tree of host arrays of those shapes, views among them), they are
+        filled and returned."""
         ...
 
 

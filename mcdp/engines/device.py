@@ -443,6 +443,7 @@ class DeviceEngine:
         job: CountJob,
         transform: Callable[[Array, Any], Any] | None,
         first_draw: int = 0,
+        out: Any = None,
     ) -> Any:
         num_inputs, dim = job.xs.shape
         # the blocks that hold draws first_draw .. first_draw + num_draws - 1, the
@@ -464,7 +465,7 @@ class DeviceEngine:
             sample = job.mechanism.sample
             if once:
                 sample = _sampler(job.mechanism, by_block, jax.default_backend())
-            whole = None  # each array of all the draws, filled call by call
+            whole = out  # each array of all the draws, filled call by call
             pending = None  # the last call's outputs, on their way to the host
             for first in range(start_block, start_block + total_blocks, count):
                 out = _draw_impl(

@@ -499,10 +499,12 @@ class HostEngine:
         if pending is not None:
             yield pending[0], _collect(pending[1])
 
-    def draw(self, job: CountJob, transform, first_draw: int = 0) -> Any:
+    def draw(self, job: CountJob, transform, first_draw: int = 0, out=None) -> Any:
         """``job.num_draws`` outputs of every input from its ``first_draw``-th on,
         from the host blocks of ``job.key``, mapped by ``transform(y, job.aux)`` on
-        the device where given (a pytree of arrays where it returns one)."""
+        the device where given (a pytree of arrays where it returns one), copied
+        into ``out`` where given."""
+        into = out  # (the loop below names each input's outputs `out`)
         n = HOST_BLOCK_DRAWS
         mechanism = job.mechanism
         first, skip = divmod(first_draw, n)  # the first host block, cut by skip
@@ -531,4 +533,8 @@ class HostEngine:
             )
             for chunks in parts
         ]
-        return jax.tree.map(lambda *inputs: np.stack(inputs), *per_input)
+        whole = jax.tree.map(lambda *inputs: np.stack(inputs), *per_input)
+        if into is None:
+            return whole
+        jax.tree.map(np.copyto, into, whole)
+        return into
