@@ -599,8 +599,19 @@ def test_the_screening_keeps_what_could_still_be_chosen():
     assert kept(scores, lowest, highest) == [0, 2, 3]
     assert kept((-0.1, -0.2), (-0.3, -0.4), (-0.2, -0.35)) == [0, 1]
     assert attacks._screen_draws(attacks.SCREEN_FROM - 1, attacks.SCREEN_FROM) == 0
-    assert attacks._screen_draws(10**7, attacks.SCREEN_FROM) == 1_249_280
+    # an eighth, in whole calls of 2^20 draws where it holds one, else in blocks
+    assert attacks._screen_draws(10**7, attacks.SCREEN_FROM) == 1 << 20
+    assert attacks._screen_draws(2 * 10**7, attacks.SCREEN_FROM) == 2 << 20
+    assert attacks._screen_draws(160_000, 2) == 19 * attacks.BLOCK_DRAWS
     assert attacks.SCREEN_FROM == 1 << 23  # audits of 8.4e7 draws and more
+    # the rest leaves outcome attacks only where no scorer is kept or a scorer
+    # is left too: a program without them is compiled anew for a byte a value
+    scorer = attacks._Candidate("learned", None, None, None)
+    outcome = attacks._Candidate("majority", None, None, attacks.MAJORITY_VOTE)
+    worth = attacks._worth_leaving
+    assert not worth([scorer, outcome], [0])
+    assert worth([scorer, outcome, scorer], [0])
+    assert worth([outcome, outcome], [1])
     with pytest.raises(ValueError, match="screen_from"):
         auto_attack(screen_from=1)
 
