@@ -1109,18 +1109,20 @@ CHOICE_MARGIN = 1.0
 
 # The screening: from SCREEN_FROM selection draws per input (a counted sample of
 # about 8.4e7 draws per input and more), every candidate is judged first on the
-# selection sample's first 1/SCREEN_SHARE, and only those that could still be
-# chosen are scored on the rest: a candidate is left there where its promise with
-# each judged rate at the optimistic end of its interval is below the best
-# promise with every rate at its pessimistic end, the intervals at
-# SCREEN_CONFIDENCE (:func:`_kept`). The sample is
-# the same, so a candidate kept is judged, and its thresholds chosen, on the very
-# values it had without the screening; where the one kept is an outcome attack,
-# which chooses nothing on the selection draws, the rest is not drawn at all. Below
-# SCREEN_FROM the selection sample is judged whole: on a smaller sample, rare events
-# that a scorer finds on the whole one are not yet seen in an eighth of it (svt6
-# at 1e6 draws: every scorer promised nothing on 1e5 selection draws per input, and
-# within the noise of the best at 1e7, on 1e6; benchmarks/RESULTS.md).
+# selection sample's first 1/SCREEN_SHARE (in whole calls of the engine's draw),
+# and only those that could still be chosen are scored on the rest: a candidate is
+# left where its promise with each judged rate at the optimistic end of its
+# interval is below the best promise with every rate at its pessimistic end, the
+# intervals at SCREEN_CONFIDENCE (:func:`_kept`). The sample is the same, so a
+# candidate kept is judged, and its thresholds chosen, on the very values it had
+# without the screening; where the one kept is an outcome attack, which chooses
+# nothing on the selection draws, the rest is not drawn at all. At 1e8 draws the
+# float cases' selection draws took 0.14-0.71 of their time, and every suite case
+# kept its choice and bound (benchmarks/RESULTS.md, "The candidates screened").
+# Below SCREEN_FROM the selection sample is judged whole: on a smaller sample,
+# rare events that a scorer finds on the whole one are not yet seen in an eighth
+# of it (svt6's scorers promised nothing on 1e5 selection draws per input, and
+# within the noise of the best on 1e6: the suite's records at 1e6 and 1e7).
 SCREEN_FROM = 1 << 23
 SCREEN_SHARE = 8
 SCREEN_CONFIDENCE = 1 - 1e-4
@@ -1736,8 +1738,13 @@ def auto_attack(
     :func:`mcdp.learning.promises_of_counts`); ``margin=0`` takes the best score.
     Scores of at most :data:`HISTOGRAM_VALUES` distinct values choose by
     :data:`DISCRETE_CHOICE`. The sample sizes default to the learned attack's
-    (:func:`learned_sizes`). The result's ``attack`` names the winner;
-    ``Attack.selection`` (the records' ``selection``) keeps every score. Where no
+    (:func:`learned_sizes`). From ``screen_from`` selection draws per input, the
+    candidates are screened on the sample's first eighth, and only those that
+    could still be chosen are scored on the rest (:data:`SCREEN_FROM`): the
+    same values, so the same choice unless the screening left the one that would
+    have won. The result's ``attack`` names the winner;
+    ``Attack.selection`` (the records' ``selection``) keeps every score, and
+    ``Attack.screened`` names those whose score is the screening's. Where no
     candidate promises a positive bound at the judged rates' pessimistic ends (a
     small selection sample), the scores are the bounds at the rates themselves.
 
