@@ -1434,8 +1434,9 @@ def _screen_draws(select_draws: int, screen_from: int) -> int:
 def _kept(
     scores: Sequence[float], lowest: Sequence[float], highest: Sequence[float]
 ) -> list[int]:
-    """The candidates that the screening keeps, in order: every one where none
-    promises a positive bound (``scores``: nothing to tell them apart by), else
+    """The candidates that the screening keeps, in order: every one where no score
+    is positive (``scores``, as :func:`_judged` gives them: nothing to tell them
+    apart by), else
     those whose promise at the optimistic ends of their judged rates (``highest``)
     reaches the best promise at the pessimistic ends (``lowest``), each rate's
     interval at :data:`SCREEN_CONFIDENCE`. (A standard deviation does not serve:

@@ -468,22 +468,22 @@ class DeviceEngine:
             whole = out  # each array of all the draws, filled call by call
             pending = None  # the last call's outputs, on their way to the host
             for first in range(start_block, start_block + total_blocks, count):
-                out = _draw_impl(
+                called = _draw_impl(
                     keys, xs_d, params_d, jnp.uint32(first), aux_d,
                     sample=sample, transform=transform or _identity,
                     num_blocks=count, by_block=by_block, once=once,
                 )  # fmt: skip
-                jax.tree.map(lambda v: v.copy_to_host_async(), out)
+                jax.tree.map(lambda v: v.copy_to_host_async(), called)
                 if whole is None:
                     whole = jax.tree.map(
                         lambda v: host_array(
                             (num_inputs, job.num_draws) + v.shape[2:], v.dtype
                         ),
-                        out,
+                        called,
                     )
                 if pending is not None:  # read while the device draws this call
                     _fill(whole, *pending, job.num_draws)
-                pending = out, (first - start_block) * BLOCK_DRAWS - skip
+                pending = called, (first - start_block) * BLOCK_DRAWS - skip
             _fill(whole, *pending, job.num_draws)
         return whole
 
