@@ -1662,7 +1662,7 @@ def _portfolio_choice(
     choices, _, scores, spreads = judged(candidates, values)
     best = _choice(scores, spreads, settings.margin)
     by_label = {c.label: s for c, s in zip(candidates, scores, strict=True)} | left
-    table = tuple((label, by_label[label]) for label in labels if label in by_label)
+    table = tuple((label, by_label[label]) for label in labels)
     screened = dict(screened=tuple(left), screen_draws=head) if left else {}
     winner = candidates[best]
     if winner.attack is not None:

@@ -575,8 +575,7 @@ def zero_columns(scorer: Scorer, feature_set: str) -> tuple[tuple[int, ...], ...
     """Per block of an MLP ``scorer``'s features (of ``feature_set``), the features
     whose first-layer weights are not all 0 (:func:`_by_part`)."""
     w = np.asarray(scorer.weights[0])
-    k = scorer.basis.atoms.shape[0]
-    widths = [k * m for m in _term_widths(feature_set, scorer.basis, scorer.mean.dtype)]
+    widths = _block_widths(feature_set, scorer.basis, scorer.mean.dtype)
     return _by_part(np.flatnonzero(np.any(w != 0, axis=1)), widths)
 
 
@@ -771,6 +770,13 @@ def _term_widths(feature_set: str, basis: Basis, dtype: Any) -> list[int]:
     return [part.shape[-1] for part in shapes]
 
 
+def _block_widths(feature_set: str, basis: Basis, dtype: Any) -> list[int]:
+    """The features in each block of ``feature_set`` on ``basis``, every output
+    coordinate's together (the widths that :func:`_by_part` splits by)."""
+    k = basis.atoms.shape[0]
+    return [k * m for m in _term_widths(feature_set, basis, dtype)]
+
+
 @partial(jax.jit, static_argnames="feature_set")
 def _nonzero_piece(y, basis, mean, scale, feature_set):
     """Per standardised feature of ``feature_set``, whether it is not 0 on a row of
@@ -907,8 +913,7 @@ def fit(
     if model == "mlp" and kept.size < width:
         weights = full = _unseen_at_zero(weights, kept)
     if SKIP_ZERO_FEATURES and 0 < kept.size < width:
-        per_term = _term_widths(feature_set, basis, y.dtype)
-        columns = _by_part(kept, [basis.atoms.shape[0] * m for m in per_term])
+        columns = _by_part(kept, _block_widths(feature_set, basis, y.dtype))
         kept = jnp.asarray(kept, jnp.int32)
         weights, mean, scale = _kept_weights(weights, kept), mean[kept], scale[kept]
         width = int(kept.size)
