@@ -49,6 +49,10 @@ screened on its first eighth (``mcdp.attacks.SCREEN_FROM``; the default since
 more). The choice and bound must be the same; the selection table's rows of the
 candidates left at the screening (the JSON's ``screened``) are their screening
 scores.
+
+``--switch screen-steps`` compares the scorers that the screening judges trained on
+every step and on a quarter of them (``mcdp.attacks.SCREEN_STEPS``; the default
+since 2026-11-30), those kept trained again on every step.
 """
 
 from __future__ import annotations
@@ -85,6 +89,9 @@ SWITCHES = {
     ),
     "screen": (
         "mcdp.attacks", "SCREEN_FROM", {"whole": 1 << 40, "screened": 1 << 23}
+    ),
+    "screen-steps": (
+        "mcdp.attacks", "SCREEN_STEPS", {"every step": 400, "a quarter": 100}
     ),
 }  # fmt: skip
 WARMUP_DRAWS = 100_000

@@ -52,6 +52,7 @@ def record(name: str, draws: int, seed: int) -> dict:
         "seconds": seconds,
         "stages": dict(r.attack_stages or {}),
         "screened": list(r.screened or []),
+        "screen_steps": r.screen_steps,
     }
 
 
@@ -109,9 +110,17 @@ def main() -> int:
         help="the portfolio screens its candidates from this many selection draws "
         "per input (mcdp.attacks.SCREEN_FROM; default: its own)",
     )  # fmt: skip
+    p.add_argument(
+        "--screen-steps", type=int,
+        help="the training steps of the scorers that the screening judges "
+        "(mcdp.attacks.SCREEN_STEPS; default: its own; mcdp.learning.STEPS and more: "
+        "the scorers train once, on every step)",
+    )  # fmt: skip
     args = p.parse_args()
     if args.screen_from is not None:
         attacks.SCREEN_FROM = int(args.screen_from)
+    if args.screen_steps is not None:
+        attacks.SCREEN_STEPS = args.screen_steps
     if args.compare:
         return compare(*args.compare.split(","))
     cases = args.cases.split(",")

@@ -42,7 +42,7 @@ import concurrent.futures
 import functools
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -1126,6 +1126,16 @@ CHOICE_MARGIN = 1.0
 SCREEN_FROM = 1 << 23
 SCREEN_SHARE = 8
 SCREEN_CONFIDENCE = 1 - 1e-4
+# The scorers that the screening judges are trained on SCREEN_STEPS of their
+# learning.STEPS (a whole training of that length, its step size decaying to 0 over
+# them) on as large a share of the training sample's minibatches, so as many epochs
+# (learning.sample_head), and those that it keeps are trained again on every step
+# of the whole sample, from the same key: the scorers of the portfolio without a
+# screening. A scorer that it leaves costs about a quarter of its training, its
+# features included. Where float-support wins by far, the scorers' training was
+# most of the preparation (laplace-parallel at 1e8: 14.7 of its 19.3 s); where a
+# scorer is kept, its screening's values are drawn again with it.
+SCREEN_STEPS = learning.STEPS // 4
 
 
 class AutoSettings(NamedTuple):
@@ -1135,6 +1145,7 @@ class AutoSettings(NamedTuple):
     candidates: tuple[str, ...] = AUTO_CANDIDATES
     margin: float = CHOICE_MARGIN
     screen_from: int | None = None  # None: SCREEN_FROM, read when it prepares
+    screen_steps: int | None = None  # None: SCREEN_STEPS, read when it prepares
 
 
 class _Candidate(NamedTuple):
@@ -1151,6 +1162,10 @@ class _Candidate(NamedTuple):
     # where its values are looked up by the outputs' keys: the arrays that key them
     # (values, lengths, strides), and ``value(y, aux, key=...)`` takes those keys
     keys: tuple | None = None
+    # a scorer trained on the screening's steps alone (SCREEN_STEPS): ``full()`` is
+    # the same scorer trained on every step, as the portfolio without a screening
+    # would have it; None for one trained so already
+    full: Callable[[], _Candidate] | None = None
 
 
 def _keys_of(table: Any) -> tuple | None:
@@ -1262,10 +1277,17 @@ def _prepared_candidates(
     key: PRNGKey,
     train_draws: int,
     watch: _Stopwatch,
+    steps: int | None = None,
 ) -> list[_Candidate]:
     """Every candidate of ``settings`` that applies, in the portfolio's order,
     prepared on ``train_draws`` training outputs per input drawn from ``key`` or on
     the context alone; ``watch`` laps after the draws and after each candidate.
+    Where ``steps`` is given (the screening's, :data:`SCREEN_STEPS`), the scorers
+    that share the training sample train on that many steps of its first
+    minibatches (as many epochs as on every step of the whole sample,
+    :func:`mcdp.learning.sample_head`), and each holds, in ``full``, its training
+    on every step of the whole sample: the sample stays held until those are
+    dropped.
 
     The scorers that share one training sample are prepared last, and the outputs
     are dropped once that sample holds them: the sample is a copy of them, as large
@@ -1291,7 +1313,16 @@ def _prepared_candidates(
 
     def prepare(i: int, outputs: Any, sample: Any, keyed: Any, rows=None) -> None:
         label = settings.candidates[i]
-        candidate = _prepared_candidate(i, label, context, outputs, sample, keyed, rows)
+        args = (i, label, context, outputs, sample, keyed, rows)
+        if steps is None or sample is None:
+            candidate = _prepared_candidate(*args)
+        else:
+            head = learning.sample_head(sample, steps / learning.STEPS)
+            candidate = _prepared_candidate(*args[:4], head, *args[5:], steps=steps)
+            if candidate is not None:
+                candidate = candidate._replace(
+                    full=functools.partial(_prepared_candidate, *args)
+                )
         watch.lap(f"prepare {label}", None if candidate is None else candidate.aux)
         prepared[i] = candidate
 
@@ -1321,9 +1352,11 @@ def _prepared_candidate(
     sample: learning.TrainingSample | None,
     keyed: Any,
     rows: MemoRows | None = None,
+    steps: int = learning.STEPS,
 ) -> _Candidate | None:
     """Candidate ``label`` (the ``i``-th of the portfolio) prepared, or ``None``
-    where it does not apply. The scorers on the default hinges train on ``sample``,
+    where it does not apply; a scorer on ``steps`` training steps. The scorers on
+    the default hinges train on ``sample``,
     the :func:`mcdp.learning.training_sample` of the training outputs that each
     would make, and are given neither ``outputs`` nor ``keyed``, but the
     :class:`MemoRows` of the outputs where they are discrete (``rows``): their
@@ -1367,7 +1400,9 @@ def _prepared_candidate(
         with jax.enable_x64(dtype == "float64"):
             if knots is not None:  # learned-inputs: hinges of its own
                 sample = learning.training_sample(outputs[0], outputs[1], knots)
-            scorer = learning.fit(key, model=model, feature_set=features, sample=sample)
+            scorer = learning.fit(
+                key, model=model, feature_set=features, sample=sample, steps=steps
+            )
         score = learning.score_of(features, model, scorer)
         # looked up where the outputs are discrete (the shared sample's scorers)
         memo = None if rows is None else value_memo(score, scorer, rows, dtype)
@@ -1565,6 +1600,40 @@ def _judged(
     return choices, counts, scores, spreads
 
 
+def _fully_trained(candidate: _Candidate, watch: _Stopwatch) -> _Candidate:
+    """``candidate``, a scorer trained on the screening's steps alone, trained on
+    every step (as it is, where it was so already); ``watch`` laps after it."""
+    if candidate.full is None:
+        return candidate
+    full = candidate.full()
+    watch.lap(f"train {candidate.label}", full.aux)
+    return full
+
+
+def _whole_values(
+    selected: Callable,
+    kept: Sequence[_Candidate],
+    head_values: Sequence[np.ndarray],
+    head: int,
+    select_draws: int,
+) -> tuple[np.ndarray, ...]:
+    """The values of the candidates ``kept`` on the whole selection sample of
+    ``select_draws`` per input: their screening's (``head_values``, each kept
+    candidate's, on its first ``head``), and the rest drawn by ``selected``
+    (:func:`_selection_values` of the context and key) into the same arrays.
+    Concatenating the parts wrote each value again to fresh memory
+    (truncated-geometric at 1e8, every candidate kept: 2.73 s for the rest of its
+    selection draws, 1.33 s for all of them whole)."""
+    whole = tuple(host_array((2, select_draws), v.dtype) for v in head_values)
+    for w, v in zip(whole, head_values, strict=True):
+        w[:, :head] = v
+    selected(
+        kept, select_draws - head, first_draw=head,
+        out=tuple(w[:, head:] for w in whole),
+    )  # fmt: skip
+    return whole
+
+
 def _prepare_auto(settings: AutoSettings, context: AttackContext) -> tuple[Attack, Any]:
     """:func:`_portfolio_choice`, with the seconds of its stages in the attack's
     ``preparation``."""
@@ -1592,14 +1661,23 @@ def _portfolio_choice(
     train_draws, select_draws = learned_sizes(
         context.draws, settings.train_draws, settings.select_draws
     )
-    candidates = _prepared_candidates(settings, context, key_train, train_draws, watch)
+    screen_from = SCREEN_FROM if settings.screen_from is None else settings.screen_from
+    head = _screen_draws(select_draws, screen_from)
+    steps = SCREEN_STEPS if settings.screen_steps is None else settings.screen_steps
+    steps = steps if head and steps < learning.STEPS else None
+    candidates = _prepared_candidates(
+        settings, context, key_train, train_draws, watch, steps
+    )
     labels = [c.label for c in candidates]
     if not candidates:
         raise ValueError(
             f"attack 'auto': none of the candidates {settings.candidates} applies "
             f"to {mech.name!r}."
         )
-    selected = functools.partial(_selection_values, candidates, context, key_select)
+
+    def selected(chosen, num_draws, **part):
+        return _selection_values(chosen, context, key_select, num_draws, **part)
+
     draws, confidence = max(context.draws, 1), context.confidence
     select = functools.partial(
         learning.select_thresholds, draws=draws, confidence=confidence,
@@ -1613,11 +1691,10 @@ def _portfolio_choice(
         _judged, select=select, max_events=settings.max_events, dtype=dtype,
         promise=promise,
     )  # fmt: skip
-    screen_from = SCREEN_FROM if settings.screen_from is None else settings.screen_from
-    head = _screen_draws(select_draws, screen_from)
     left: dict[str, float] = {}  # the candidates left at the screening: their scores
+    piloted: dict[str, int] = {}  # and the scorers' steps, where one of them was left
     if head:
-        values = selected(head)
+        values = selected(candidates, head)
         watch.lap("screening draws", values)
         _, counts, scores, _ = judged(candidates, values)
         ends = [
@@ -1633,6 +1710,8 @@ def _portfolio_choice(
             for j, (c, s) in enumerate(zip(candidates, scores, strict=True))
             if j not in kept
         }
+        if any(c.full is not None for j, c in enumerate(candidates) if j not in kept):
+            piloted = dict(screen_steps=steps)
         watch.lap("screening")
         only = candidates[kept[0]]
         if len(kept) == 1 and only.attack is not None:
@@ -1641,29 +1720,26 @@ def _portfolio_choice(
             table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
             return only.attack._replace(
                 selection=table, screened=tuple(c.label for c in candidates),
-                screen_draws=head,
+                screen_draws=head, **piloted,
             ), only.aux  # fmt: skip
-        # each kept candidate's values in one array of the whole sample: the rest
-        # drawn into it, where concatenating the parts wrote each value again to
-        # fresh memory (truncated-geometric at 1e8, every candidate kept: 2.73 s
-        # for the rest of its selection draws, 1.33 s for all of them whole)
-        whole = tuple(host_array((2, select_draws), values[j].dtype) for j in kept)
-        for w, j in zip(whole, kept, strict=True):
-            w[:, :head] = values[j]
-        selected(
-            select_draws - head, first_draw=head, kept=kept,
-            out=tuple(w[:, head:] for w in whole),
-        )  # fmt: skip
-        values = whole
-        candidates = [candidates[j] for j in kept]
+        if any(candidates[j].full is not None for j in kept):
+            # the kept scorers trained on every step, then every kept candidate's
+            # values drawn on the whole sample again: the kept scorers' values on
+            # its first part are not those of their screening
+            candidates = [_fully_trained(candidates[j], watch) for j in kept]
+            values = selected(candidates, select_draws)
+        else:
+            heads = [values[j] for j in kept]
+            candidates = [candidates[j] for j in kept]
+            values = _whole_values(selected, candidates, heads, head, select_draws)
     else:
-        values = selected(select_draws)
+        values = selected(candidates, select_draws)
     watch.lap("selection draws", values)  # (2, select_draws) per candidate
     choices, _, scores, spreads = judged(candidates, values)
     best = _choice(scores, spreads, settings.margin)
     by_label = {c.label: s for c, s in zip(candidates, scores, strict=True)} | left
     table = tuple((label, by_label[label]) for label in labels)
-    screened = dict(screened=tuple(left), screen_draws=head) if left else {}
+    screened = dict(screened=tuple(left), screen_draws=head, **piloted) if left else {}
     winner = candidates[best]
     if winner.attack is not None:
         return winner.attack._replace(selection=table, **screened), winner.aux
@@ -1707,6 +1783,7 @@ def auto_attack(
     candidates: Sequence[str] = AUTO_CANDIDATES,
     margin: float = CHOICE_MARGIN,
     screen_from: int | None = None,
+    screen_steps: int | None = None,
 ) -> Attack:
     """The portfolio (``ATTACKS["auto"]`` has the defaults): every applicable
     attack is prepared, the best on fresh draws is counted.
@@ -1759,6 +1836,10 @@ def auto_attack(
         screened on the first ``1/SCREEN_SHARE`` of them, and only those that
         could still be chosen scored on the rest (``None``: :data:`SCREEN_FROM`;
         at least 2).
+      screen_steps: the training steps of the scorers that the screening judges
+        (``None``: :data:`SCREEN_STEPS`; at least 1): those it keeps are trained
+        again on every step (:data:`mcdp.learning.STEPS`; from so many, the
+        scorers are trained once, on every step).
     """
     chosen = tuple(dict.fromkeys(candidates))
     for label in chosen:
@@ -1772,6 +1853,9 @@ def auto_attack(
         candidates=chosen,
         margin=_validate.nonnegative("margin", margin),
         screen_from=_validate.draws_or_none("screen_from", screen_from),
+        screen_steps=None
+        if screen_steps is None
+        else _validate.integer("screen_steps", screen_steps, low=1, high=1 << 20),
     )
     return Attack(
         "auto", 0, _unprepared, prepare=functools.partial(_prepare_auto, settings)

@@ -713,6 +713,22 @@ def training_sample(
     return TrainingSample(y, jnp.asarray(labels, dtype), basis, batch, distinct)
 
 
+def sample_head(sample: TrainingSample, share: float) -> TrainingSample:
+    """The first minibatches of ``sample``, ``share`` (in (0, 1]) of those that the
+    steps read and at least one: a scorer trained on them with ``share`` of the
+    steps reads each of its rows as often as one trained on ``sample`` with every
+    step (the portfolio's screening, :data:`mcdp.attacks.SCREEN_STEPS`)."""
+    if sample.distinct is not None:
+        counts = sample.distinct.counts
+        blocks = max(1, int(counts.shape[0] * share))
+        return sample._replace(
+            distinct=sample.distinct._replace(counts=counts[:blocks])
+        )
+    blocks = max(1, int(sample.labels.shape[0] // sample.batch * share))
+    rows = blocks * sample.batch
+    return sample._replace(y=sample.y[:rows], labels=sample.labels[:rows])
+
+
 def _distinct_counts(
     first: np.ndarray,
     second: np.ndarray,

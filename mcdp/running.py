@@ -507,7 +507,9 @@ def _delta_audit(
         epsilon_exact = mech.exact_epsilon(host_params, tx)
     exact_loss = None
     majority = (  # a portfolio's too
-        attack._replace(selection=(), preparation=(), screened=(), screen_draws=0)
+        attack._replace(
+            selection=(), preparation=(), screened=(), screen_draws=0, screen_steps=0
+        )
         == MAJORITY_VOTE
     )
     if plan.pair_name == "zeros-ones" and majority and spec.exact:
@@ -564,6 +566,7 @@ def _delta_audit(
                 selection=dict(attack.selection) if attack.selection else None,
                 screened=list(attack.screened) if attack.screened else None,
                 screen_draws=attack.screen_draws if attack.screened else None,
+                screen_steps=attack.screen_steps or None,
                 attack_stages=(
                     {k: round(v, 4) for k, v in attack.preparation}
                     if attack.preparation

@@ -540,10 +540,13 @@ def test_a_later_candidate_displaces_an_earlier_one_only_beyond_the_margin():
 SCREENED = dict(train_draws=20_000, select_draws=160_000)
 
 
-def _textbook(candidates=AUTO_CANDIDATES, screen_from=None):
+def _textbook(candidates=AUTO_CANDIDATES, screen_from=None, screen_steps=None):
     """The README's textbook float Laplace (0 against 1), its selection sample of
     1.6e5 per input screened on its first eighth where ``screen_from`` is small."""
-    attack = auto_attack(candidates=candidates, screen_from=screen_from, **SCREENED)
+    attack = auto_attack(
+        candidates=candidates, screen_from=screen_from, screen_steps=screen_steps,
+        **SCREENED,
+    )  # fmt: skip
     return mcdp.audit_delta(
         subjects.numpy_textbook_laplace(1.0), 1.0, 0.0, 1, 100_000,
         pair=np.array([[0.0], [1.0]]), attack=attack, seed=SEED,
@@ -556,10 +559,13 @@ def test_the_screening_keeps_the_choice_its_events_and_the_counts():
     screening, far below float-support, and judges float-support and the bit
     scorer on the whole sample: the same choice, events, counts and bound as the
     sample judged whole, and for those kept the same scores, the same values being
-    drawn in two parts. The record names those left and the screening's size."""
+    drawn in two parts. The record names those left and the screening's size.
+    (Its scorers trained on every step for the screening: the next test trains
+    them on the screening's steps alone.)"""
     whole = _textbook(screen_from=1 << 40)
-    screened = _textbook(screen_from=2)
+    screened = _textbook(screen_from=2, screen_steps=learning.STEPS)
     assert whole.screened is None and whole.screen_draws is None
+    assert screened.screen_steps is None
     assert screened.screened == ["learned", "learned-mlp"]
     assert screened.screen_draws == 19_456  # 1.6e5 / 8, in whole blocks
     assert screened.attack == whole.attack == "float-support"
@@ -573,6 +579,60 @@ def test_the_screening_keeps_the_choice_its_events_and_the_counts():
     assert list(screened.attack_stages)[-4:] == [
         "screening draws", "screening", "selection draws", "choice",
     ]  # fmt: skip
+
+
+def test_the_scorers_screened_on_fewer_steps_leave_the_choice_and_the_counts():
+    """By default the screening judges scorers trained on a quarter of their steps
+    (SCREEN_STEPS): on the textbook float Laplace, float-support is then kept alone
+    and counted at once, with the counts and bound of the sample judged whole, and
+    the record says on how many steps the scorers left were trained."""
+    whole = _textbook(screen_from=1 << 40)
+    screened = _textbook(screen_from=2)
+    assert attacks.SCREEN_STEPS == learning.STEPS // 4 == 100
+    assert screened.screen_steps == attacks.SCREEN_STEPS
+    assert whole.screen_steps is None
+    assert screened.attack == whole.attack == "float-support"
+    assert screened.screened == list(whole.selection)
+    assert screened.counts == whole.counts
+    assert screened.epsilon_lower == whole.epsilon_lower
+    # the scorers' short trainings, and no training on every step
+    stages = list(screened.attack_stages)
+    assert "prepare learned-bits" in stages
+    assert not any(stage.startswith("train ") for stage in stages)
+
+
+def test_a_scorer_kept_at_the_screening_is_counted_as_if_never_screened():
+    """A scorer that the screening keeps is trained again on every step, from its
+    key, and judged on the whole selection sample drawn again: where it wins, its
+    events and counts are those of the portfolio that screened nothing. On svt5
+    (its outputs leak the input outright) the logistic scorer is kept, far ahead
+    of the majority vote, and wins."""
+    results = [
+        mcdp.audit_delta(
+            "svt5",
+            0.1,
+            0.0,
+            10,
+            100_000,
+            pair="half-half",
+            seed=SEED,
+            attack=auto_attack(
+                candidates=("majority", "learned"),
+                screen_from=screen_from,
+                **SCREENED,
+            ),
+        )  # fmt: skip
+        for screen_from in (1 << 40, 2)
+    ]
+    whole, screened = results
+    assert screened.attack == whole.attack == "learned"
+    assert screened.events == whole.events and screened.counts == whole.counts
+    assert screened.selection == whole.selection
+    assert screened.screened is None and screened.screen_steps is None
+    stages = list(screened.attack_stages)
+    assert stages.index("prepare learned") < stages.index("screening")
+    assert stages.index("screening") < stages.index("train learned")
+    assert stages.index("train learned") < stages.index("selection draws")
 
 
 def test_an_outcome_attack_left_alone_at_the_screening_is_counted_at_once():
@@ -614,6 +674,8 @@ def test_the_screening_keeps_what_could_still_be_chosen():
     assert worth([outcome, outcome], [1])
     with pytest.raises(ValueError, match="screen_from"):
         auto_attack(screen_from=1)
+    with pytest.raises(ValueError, match="screen_steps"):
+        auto_attack(screen_steps=0)
 
 
 def test_auto_with_one_candidate_counts_what_that_attack_counts():

@@ -137,7 +137,9 @@ def test_the_selection_line_says_why_a_lower_promise_was_chosen():
     from mcdp.cli._text import _selection_line
 
     selection = {"learned": 0.21, "learned-mlp": 0.24, "majority": -0.01}
-    record = functools.partial(SimpleNamespace, selection=selection, screened=None)
+    record = functools.partial(
+        SimpleNamespace, selection=selection, screened=None, screen_steps=None
+    )
     (kept,) = _selection_line(record(attack="learned"))
     assert kept.startswith(
         "auto chose learned; promised on the selection draws: "
@@ -152,6 +154,18 @@ def test_the_selection_line_says_why_a_lower_promise_was_chosen():
     assert screened.endswith(
         "majority -0.01; judged on the first 1,249,280 selection draws per dataset "
         "alone, and left there: majority"
+    )
+    # and where scorers were left, on how many training steps they were judged
+    (piloted,) = _selection_line(
+        record(
+            attack="majority",
+            screened=["learned"],
+            screen_draws=1_048_576,
+            screen_steps=100,
+        )  # fmt: skip
+    )
+    assert piloted.endswith(
+        "left there: learned (the scorers among them trained for it on 100 steps)"
     )
 
 

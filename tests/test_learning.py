@@ -314,6 +314,39 @@ def test_a_shared_training_sample_trains_the_scorer_of_the_outputs(model, featur
         learning.fit(key, first, second, sample=sample)
 
 
+def test_the_head_of_a_training_sample_is_its_first_minibatches():
+    """The portfolio's screening trains its scorers on a share of the training
+    sample's minibatches (:func:`mcdp.learning.sample_head`): the first ones, at
+    least one, their rows and labels as they are, the basis and batch of the whole
+    sample; for few distinct outputs, the counts of those minibatches."""
+    first, second = _minibatch_outputs(2, 3 * learning.BATCH // 2)  # 5 minibatches
+    with jax.enable_x64(True):
+        sample = learning.training_sample(first, second)
+        heads = {share: learning.sample_head(sample, share) for share in (0.4, 0.1, 1)}
+    batch = sample.batch
+    assert sample.labels.shape[0] // batch == 5
+    for share, blocks in ((0.4, 2), (0.1, 1), (1, 5)):
+        head = heads[share]
+        rows = blocks * batch
+        assert np.asarray(head.y).tobytes() == np.asarray(sample.y[:rows]).tobytes()
+        assert np.array_equal(np.asarray(head.labels), np.asarray(sample.labels)[:rows])
+        assert head.basis is sample.basis and head.batch == batch
+    discrete = _discrete_outputs(6, 2 * learning.BATCH)  # 4 minibatches
+    pooled = np.concatenate(discrete)
+    _, firsts, inverse = np.unique(
+        pooled, axis=0, return_index=True, return_inverse=True
+    )
+    with jax.enable_x64(True):
+        counted = learning.training_sample(
+            *discrete, distinct=(firsts, inverse.ravel())
+        )
+        head = learning.sample_head(counted, 0.5)
+    counts = np.asarray(counted.distinct.counts)
+    assert counts.shape[0] == 4
+    assert np.array_equal(np.asarray(head.distinct.counts), counts[:2])
+    assert head.distinct.rows is counted.distinct.rows and head.y is counted.y
+
+
 def _discrete_outputs(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Outputs of 3 coordinates of few values each, whose law differs by input."""
     rng = np.random.default_rng(seed)

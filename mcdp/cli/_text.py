@@ -144,6 +144,10 @@ def _selection_line(r: DeltaAuditResult) -> list[str]:
             f"; judged on the first {r.screen_draws:,} selection draws per dataset "
             f"alone, and left there: {', '.join(r.screened)}"
         )
+        if r.screen_steps:
+            line += (
+                f" (the scorers among them trained for it on {r.screen_steps} steps)"
+            )
     return [line]
 
 

@@ -94,6 +94,9 @@ class Attack(NamedTuple):
         portfolio's screening alone, on the first ``screen_draws`` selection draws
         per input (:data:`mcdp.attacks.SCREEN_FROM`); empty where every score is
         that of the whole selection sample.
+      screen_steps: where a scorer of ``screened`` was trained for the
+        screening alone, on fewer steps than the counted scorers
+        (:data:`mcdp.attacks.SCREEN_STEPS`), those steps; 0 otherwise.
     """
 
     name: str
@@ -107,6 +110,7 @@ class Attack(NamedTuple):
     by_block: bool = False
     screened: tuple[str, ...] = ()
     screen_draws: int = 0
+    screen_steps: int = 0
 
     def event_names(self) -> list[str]:
         """What each threshold ``outcome >= k``, k = 1 .. num_outcomes - 1, means

@@ -278,6 +278,9 @@ class DeltaAuditResult(Record):
     # winner among them where it was the only one left, an outcome attack)
     screened: list[str] | None = None
     screen_draws: int | None = None
+    # and where a scorer among them was trained on the screening's steps alone
+    # (mcdp.attacks.SCREEN_STEPS, of mcdp.learning.STEPS), those steps
+    screen_steps: int | None = None
     # a dataset audit: the two datasets (records as lists), and on a sample of
     # their own, how often each one's releases raised or held NaN/inf, and how
     # many structures they took (mcdp.core.releases.summary)
