@@ -1132,9 +1132,13 @@ SCREEN_CONFIDENCE = 1 - 1e-4
 # (learning.sample_head), and those that it keeps are trained again on every step
 # of the whole sample, from the same key: the scorers of the portfolio without a
 # screening. A scorer that it leaves costs about a quarter of its training, its
-# features included. Where float-support wins by far, the scorers' training was
-# most of the preparation (laplace-parallel at 1e8: 14.7 of its 19.3 s); where a
-# scorer is kept, its screening's values are drawn again with it.
+# features included: where float-support wins by far, the scorers' training was
+# most of the preparation, and a fresh process's audit of laplace-parallel at 1e8
+# took 37-39 s, where it took 48-49 s. Where a scorer is kept, its short training
+# is spent for nothing and its screening's values are drawn again with it: rappor's
+# took 43-45 s, where 43 s (benchmarks/RESULTS.md, "The scorers screened on a
+# quarter of their training"). Scorers of few distinct outputs, which train in a
+# tenth of a second or so, are trained once, on every step.
 SCREEN_STEPS = learning.STEPS // 4
 
 
@@ -1282,8 +1286,9 @@ def _prepared_candidates(
     """Every candidate of ``settings`` that applies, in the portfolio's order,
     prepared on ``train_draws`` training outputs per input drawn from ``key`` or on
     the context alone; ``watch`` laps after the draws and after each candidate.
-    Where ``steps`` is given (the screening's, :data:`SCREEN_STEPS`), the scorers
-    that share the training sample train on that many steps of its first
+    Where ``steps`` is given (the screening's, :data:`SCREEN_STEPS`) and the
+    outputs are not few distinct ones, the scorers that share the training sample
+    train on that many steps of its first
     minibatches (as many epochs as on every step of the whole sample,
     :func:`mcdp.learning.sample_head`), and each holds, in ``full``, its training
     on every step of the whole sample: the sample stays held until those are
@@ -1314,7 +1319,10 @@ def _prepared_candidates(
     def prepare(i: int, outputs: Any, sample: Any, keyed: Any, rows=None) -> None:
         label = settings.candidates[i]
         args = (i, label, context, outputs, sample, keyed, rows)
-        if steps is None or sample is None:
+        if steps is None or sample is None or sample.distinct is not None:
+            # trained on every step at once: a scorer of few distinct outputs
+            # trains in a tenth of a second or so, which a shorter training would
+            # not save, and its values there would be drawn again
             candidate = _prepared_candidate(*args)
         else:
             head = learning.sample_head(sample, steps / learning.STEPS)
