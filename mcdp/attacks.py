@@ -1828,7 +1828,10 @@ def auto_attack(
     candidates are screened on the sample's first eighth, and only those that
     could still be chosen are scored on the rest (:data:`SCREEN_FROM`): the
     same values, so the same choice unless the screening left the one that would
-    have won. The result's ``attack`` names the winner;
+    have won. The scorers that it judges train on ``screen_steps`` of their steps
+    and as large a share of the training sample (:data:`SCREEN_STEPS`), and
+    those it keeps train again on every step, so that they are those of the
+    portfolio without a screening. The result's ``attack`` names the winner;
     ``Attack.selection`` (the records' ``selection``) keeps every score, and
     ``Attack.screened`` names those whose score is the screening's. Where no
     candidate promises a positive bound at the judged rates' pessimistic ends (a
