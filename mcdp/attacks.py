@@ -1288,11 +1288,10 @@ def _prepared_candidates(
     the context alone; ``watch`` laps after the draws and after each candidate.
     Where ``steps`` is given (the screening's, :data:`SCREEN_STEPS`) and the
     outputs are not few distinct ones, the scorers that share the training sample
-    train on that many steps of its first
-    minibatches (as many epochs as on every step of the whole sample,
-    :func:`mcdp.learning.sample_head`), and each holds, in ``full``, its training
-    on every step of the whole sample: the sample stays held until those are
-    dropped.
+    train on that many steps of its first minibatches (as many epochs as on every
+    step of the whole sample, :func:`mcdp.learning.sample_head`), and each holds,
+    in ``full``, its training on every step of the whole sample: the sample stays
+    held until those are dropped.
 
     The scorers that share one training sample are prepared last, and the outputs
     are dropped once that sample holds them: the sample is a copy of them, as large
