@@ -616,7 +616,7 @@ def _screened_and_whole(mechanism, epsilon, dim, pair, candidates):
             attack=auto_attack(
                 candidates=candidates, screen_from=screen_from, **SCREENED
             ),
-        )  # fmt: skip
+        )
         for screen_from in (1 << 40, 2)
     ]
 

@@ -162,7 +162,7 @@ def test_the_selection_line_says_why_a_lower_promise_was_chosen():
             screened=["learned"],
             screen_draws=1_048_576,
             screen_steps=100,
-        )  # fmt: skip
+        )
     )
     assert piloted.endswith(
         "left there: learned (the scorers among them trained for it on 100 steps)"
