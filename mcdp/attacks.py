@@ -1137,8 +1137,13 @@ SCREEN_CONFIDENCE = 1 - 1e-4
 # took 37-39 s, where it took 48-49 s. Where a scorer is kept, its short training
 # is spent for nothing and its screening's values are drawn again with it: rappor's
 # took 43-45 s, where 43 s (benchmarks/RESULTS.md, "The scorers screened on a
-# quarter of their training"). Scorers of few distinct outputs, which train in a
-# tenth of a second or so, are trained once, on every step.
+# quarter of their training"). So the scorers are trained short only where
+# float-support, the candidate that left them behind on every suite case where
+# they were left, has something to count: where the two inputs' float grids on the
+# training outputs differ (on 10^6 training outputs per input, report-noisy-max4's,
+# rappor's and one-time-rappor's are the same, and their scorers are kept). Scorers
+# of few distinct outputs, which train in a tenth of a second or so, are trained
+# once, on every step, too.
 SCREEN_STEPS = learning.STEPS // 4
 
 
@@ -1286,11 +1291,12 @@ def _prepared_candidates(
     """Every candidate of ``settings`` that applies, in the portfolio's order,
     prepared on ``train_draws`` training outputs per input drawn from ``key`` or on
     the context alone; ``watch`` laps after the draws and after each candidate.
-    Where ``steps`` is given (the screening's, :data:`SCREEN_STEPS`) and the
-    outputs are not few distinct ones, the scorers that share the training sample
-    train on that many steps of its first minibatches (as many epochs as on every
-    step of the whole sample, :func:`mcdp.learning.sample_head`), and each holds,
-    in ``full``, its training on every step of the whole sample: the sample stays
+    Where ``steps`` is given (the screening's, :data:`SCREEN_STEPS`), the two
+    inputs' float grids differ (:func:`_grids_differ`) and the outputs are not
+    few distinct ones, the scorers that share the training sample train on that
+    many steps of its first minibatches (as many epochs as on every step of the
+    whole sample, :func:`mcdp.learning.sample_head`), and each holds, in
+    ``full``, its training on every step of the whole sample: the sample stays
     held until those are dropped.
 
     The scorers that share one training sample are prepared last, and the outputs
@@ -1318,10 +1324,14 @@ def _prepared_candidates(
     def prepare(i: int, outputs: Any, sample: Any, keyed: Any, rows=None) -> None:
         label = settings.candidates[i]
         args = (i, label, context, outputs, sample, keyed, rows)
-        if steps is None or sample is None or sample.distinct is not None:
-            # trained on every step at once: a scorer of few distinct outputs
-            # trains in a tenth of a second or so, which a shorter training would
-            # not save, and its values there would be drawn again
+        if steps is None or sample is None or not _grids_differ(prepared):
+            # trained on every step at once where float-support has nothing to
+            # count: the short training would then most likely be kept and spent
+            # for nothing (report-noisy-max4, rappor)
+            candidate = _prepared_candidate(*args)
+        elif sample.distinct is not None:
+            # and where the outputs are few distinct ones: such a scorer trains in
+            # a tenth of a second or so, which a short training would not save
             candidate = _prepared_candidate(*args)
         else:
             head = learning.sample_head(sample, steps / learning.STEPS)
@@ -1349,6 +1359,18 @@ def _prepared_candidates(
         for i in shared:
             prepare(i, None, sample, None, rows)
     return [prepared[i] for i in sorted(prepared) if prepared[i] is not None]
+
+
+def _grids_differ(prepared: dict[int, _Candidate | None]) -> bool:
+    """Whether float-support is among the ``prepared`` candidates and the two
+    inputs' float grids on its training outputs differ: where they are the same,
+    no training output lies outside the other input's grid, and float-support,
+    the candidate that left the scorers behind at the screening on every suite
+    case where one was left, has nothing to count."""
+    support = [
+        c for c in prepared.values() if c is not None and c.label == "float-support"
+    ]
+    return bool(support) and bool(np.any(support[0].aux[:, 0] != support[0].aux[:, 1]))
 
 
 def _prepared_candidate(

@@ -621,23 +621,44 @@ def _screened_and_whole(mechanism, epsilon, dim, pair, candidates):
     ]
 
 
-def test_a_scorer_kept_at_the_screening_is_counted_as_if_never_screened():
+def test_a_scorer_kept_at_the_screening_is_judged_as_if_never_screened():
     """A scorer that the screening keeps is trained again on every step of the
     whole training sample, from its key, and judged on the whole selection sample
-    drawn again: where it wins, its events and counts are those of the portfolio
-    that screened nothing. On report-noisy-max4 float-support finds nothing to
-    promise, and the logistic scorer is kept and wins."""
+    drawn again: its promise, the choice and the counts are those of the portfolio
+    that screened nothing. On noisy-hist2 the logistic scorer is kept beside
+    float-support, which wins."""
     whole, screened = _screened_and_whole(
-        "report-noisy-max4", 0.1, 5, "all-above-all-below", ("float-support", "learned")
+        "noisy-hist2", 0.1, 5, "one-above", ("float-support", "learned")
     )
-    assert screened.attack == whole.attack == "learned"
-    assert screened.events == whole.events and screened.counts == whole.counts
-    assert screened.selection == whole.selection
+    assert screened.attack == whole.attack == "float-support"
+    assert screened.counts == whole.counts and screened.selection == whole.selection
     assert screened.screened is None and screened.screen_steps is None
     stages = list(screened.attack_stages)
     assert stages.index("prepare learned") < stages.index("screening")
     assert stages.index("screening") < stages.index("train learned")
     assert stages.index("train learned") < stages.index("selection draws")
+
+
+def test_scorers_are_trained_short_only_where_the_float_grids_differ():
+    """Where the two inputs' float grids on the training outputs are the same,
+    float-support has nothing to count, and the scorers are trained once, on every
+    step: one-time RAPPOR's bits of 0.0 and 1.0 lie on one grid under either
+    input, and its logistic scorer wins with the events and counts of the
+    portfolio that screened nothing, and is not trained again."""
+    whole, screened = _screened_and_whole(
+        "one-time-rappor", 0.1, 1, "scalar-0-1", ("float-support", "learned")
+    )
+    assert screened.attack == whole.attack == "learned"
+    assert screened.events == whole.events and screened.counts == whole.counts
+    assert screened.selection == whole.selection
+    assert "screening" in screened.attack_stages
+    assert not any(stage.startswith("train ") for stage in screened.attack_stages)
+    # float-support among the candidates is what tells: without it, none is short
+    alone = auto_attack(candidates=("learned",), screen_from=2, **SCREENED)
+    record = mcdp.audit_delta(
+        "noisy-hist2", 0.1, 0.0, 5, 100_000, pair="one-above", seed=SEED, attack=alone
+    )
+    assert not any(stage.startswith("train ") for stage in record.attack_stages)
 
 
 def test_scorers_of_few_distinct_outputs_are_screened_as_trained_once():
