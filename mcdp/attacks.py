@@ -1324,14 +1324,17 @@ def _prepared_candidates(
     def prepare(i: int, outputs: Any, sample: Any, keyed: Any, rows=None) -> None:
         label = settings.candidates[i]
         args = (i, label, context, outputs, sample, keyed, rows)
-        if steps is None or sample is None or not _grids_differ(prepared):
-            # trained on every step at once where float-support has nothing to
-            # count: the short training would then most likely be kept and spent
-            # for nothing (report-noisy-max4, rappor)
-            candidate = _prepared_candidate(*args)
-        elif sample.distinct is not None:
-            # and where the outputs are few distinct ones: such a scorer trains in
-            # a tenth of a second or so, which a short training would not save
+        if (
+            steps is None
+            or sample is None
+            or sample.distinct is not None
+            or not _grids_differ(prepared)
+        ):
+            # trained on every step at once: a scorer of few distinct outputs
+            # trains in a tenth of a second or so, which a short training would not
+            # save; where float-support has nothing to count, the short training
+            # would most likely be kept and spent for nothing (report-noisy-max4,
+            # rappor)
             candidate = _prepared_candidate(*args)
         else:
             head = learning.sample_head(sample, steps / learning.STEPS)
