@@ -1321,24 +1321,17 @@ def _prepared_candidates(
     ]
     prepared: dict[int, _Candidate | None] = {}
 
-    def prepare(i: int, outputs: Any, sample: Any, keyed: Any, rows=None) -> None:
+    def prepare(
+        i: int, outputs: Any, sample: Any, keyed: Any, rows=None, short=None
+    ) -> None:
+        """Candidate ``i`` prepared; a scorer on ``short`` steps where given."""
         label = settings.candidates[i]
         args = (i, label, context, outputs, sample, keyed, rows)
-        if (
-            steps is None
-            or sample is None
-            or sample.distinct is not None
-            or not _grids_differ(prepared)
-        ):
-            # trained on every step at once: a scorer of few distinct outputs
-            # trains in a tenth of a second or so, which a short training would not
-            # save; where float-support has nothing to count, the short training
-            # would most likely be kept and spent for nothing (report-noisy-max4,
-            # rappor)
+        if short is None:
             candidate = _prepared_candidate(*args)
         else:
-            head = learning.sample_head(sample, steps / learning.STEPS)
-            candidate = _prepared_candidate(*args[:4], head, *args[5:], steps=steps)
+            head = learning.sample_head(sample, short / learning.STEPS)
+            candidate = _prepared_candidate(*args[:4], head, *args[5:], steps=short)
             if candidate is not None:
                 candidate = candidate._replace(
                     full=functools.partial(_prepared_candidate, *args)
@@ -1359,8 +1352,16 @@ def _prepared_candidates(
         rows = memo_rows(outputs, keyed()) if SCORE_MEMO else None
         watch.lap("training sample", sample.y)
         del outputs, keyed  # the sample holds all that the scorers read
+        # trained short for the screening, or on every step at once: a scorer of
+        # few distinct outputs trains in a tenth of a second or so, which a short
+        # training would not save; where float-support has nothing to count, the
+        # short training would most likely be kept and spent for nothing
+        # (report-noisy-max4, rappor)
+        short = None
+        if steps is not None and sample.distinct is None and _grids_differ(prepared):
+            short = steps
         for i in shared:
-            prepare(i, None, sample, None, rows)
+            prepare(i, None, sample, None, rows, short)
     return [prepared[i] for i in sorted(prepared) if prepared[i] is not None]
 
 
@@ -1534,22 +1535,20 @@ def _selection_values(
     num_draws: int,
     *,
     first_draw: int = 0,
-    kept: Sequence[int] | None = None,
     out: tuple[np.ndarray, ...] | None = None,
 ) -> tuple[np.ndarray, ...]:
-    """The values of the candidates (those of index ``kept``, by default all) on
-    the selection draws ``first_draw`` .. ``first_draw + num_draws - 1`` of
-    ``key``, one ``(2, num_draws)`` array each (``out``'s, where given)."""
-    chosen = candidates if kept is None else [candidates[j] for j in kept]
-    fns = tuple(c.value for c in chosen)
+    """The values of the ``candidates`` on the selection draws ``first_draw`` ..
+    ``first_draw + num_draws - 1`` of ``key``, one ``(2, num_draws)`` array each
+    (``out``'s, where given)."""
+    fns = tuple(c.value for c in candidates)
     # the outputs keyed once for every candidate looked up
-    keys = _shared_keys(chosen) if SHARED_KEYS else None
-    keyed = tuple(keys is not None and c.keys is not None for c in chosen)
-    dtypes = tuple(_values_dtype(c) for c in chosen)
+    keys = _shared_keys(candidates) if SHARED_KEYS else None
+    keyed = tuple(keys is not None and c.keys is not None for c in candidates)
+    dtypes = tuple(_values_dtype(c) for c in candidates)
     return draw(
         key, context.mechanism, context.pair, context.params, num_draws,
         dtype=context.dtype, transform=_values_transform(fns, keyed, dtypes),
-        aux=(keys, tuple(c.aux for c in chosen)), engine=context.engine,
+        aux=(keys, tuple(c.aux for c in candidates)), engine=context.engine,
         first_draw=first_draw, out=out,
     )  # fmt: skip
 

@@ -504,7 +504,6 @@ class HostEngine:
         from the host blocks of ``job.key``, mapped by ``transform(y, job.aux)`` on
         the device where given (a pytree of arrays where it returns one), copied
         into ``out`` where given."""
-        into = out  # (the loop below names each input's outputs `out`)
         n = HOST_BLOCK_DRAWS
         mechanism = job.mechanism
         first, skip = divmod(first_draw, n)  # the first host block, cut by skip
@@ -520,8 +519,8 @@ class HostEngine:
             per_task, job.dtype,
         )  # fmt: skip
         for _, count, outputs in blocks:
-            for i, out in enumerate(outputs):
-                y, width = _rows(out, per_task * n, width, mechanism.name)
+            for i, released in enumerate(outputs):
+                y, width = _rows(released, per_task * n, width, mechanism.name)
                 if transform is not None:  # padded to one shape: one compile
                     with jax.enable_x64(x64):
                         y = _transform_rows(y, aux_d, transform=transform)
@@ -534,7 +533,7 @@ class HostEngine:
             for chunks in parts
         ]
         whole = jax.tree.map(lambda *inputs: np.stack(inputs), *per_input)
-        if into is None:
+        if out is None:
             return whole
-        jax.tree.map(np.copyto, into, whole)
-        return into
+        jax.tree.map(np.copyto, out, whole)
+        return out
