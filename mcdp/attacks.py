@@ -1326,16 +1326,16 @@ def _prepared_candidates(
     ) -> None:
         """Candidate ``i`` prepared; a scorer on ``short`` steps where given."""
         label = settings.candidates[i]
-        args = (i, label, context, outputs, sample, keyed, rows)
+        whole = functools.partial(
+            _prepared_candidate, i, label, context, outputs, keyed=keyed, rows=rows
+        )
         if short is None:
-            candidate = _prepared_candidate(*args)
+            candidate = whole(sample)
         else:
             head = learning.sample_head(sample, short / learning.STEPS)
-            candidate = _prepared_candidate(*args[:4], head, *args[5:], steps=short)
+            candidate = whole(head, steps=short)
             if candidate is not None:
-                candidate = candidate._replace(
-                    full=functools.partial(_prepared_candidate, *args)
-                )
+                candidate = candidate._replace(full=functools.partial(whole, sample))
         watch.lap(f"prepare {label}", None if candidate is None else candidate.aux)
         prepared[i] = candidate
 
