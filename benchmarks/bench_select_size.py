@@ -29,9 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import parse_count, parse_ints, parse_seeds, print_table  # noqa: E402
 from bench_auto import _run  # noqa: E402
+from bench_floor import CONFIDENCE, pair_of  # noqa: E402
 
 from mcdp.attacks import auto_attack  # noqa: E402
-from mcdp.ceiling import ceiling  # noqa: E402
+from mcdp.ceiling import ceiling, supported  # noqa: E402
 from mcdp.mechanisms import SUITE  # noqa: E402
 
 WARMUP_DRAWS = 100_000
@@ -39,12 +40,12 @@ WARMUP_SEED = 99
 
 
 def _ceiling(case: str, draws: int) -> float | None:
-    """The case's ceiling at ``draws`` on its peers' pair, None where the ceiling is
-    not computed for it."""
-    try:
-        return ceiling(case, draws=draws).value
-    except ValueError:
+    """The case's ceiling at ``draws`` on the audits' pair and confidence, None
+    where :func:`mcdp.ceiling.ceiling` computes none for it (as
+    ``bench_floor.with_ceiling``)."""
+    if case not in supported():
         return None
+    return ceiling(case, pair_of(case), draws, CONFIDENCE).value
 
 
 def rows(cases, sizes, seeds, draws):
