@@ -1116,9 +1116,11 @@ CHOICE_MARGIN = 1.0
 # intervals at SCREEN_CONFIDENCE (:func:`_kept`). The sample is the same, so a
 # candidate kept is judged, and its thresholds chosen, on the very values it had
 # without the screening; where the one kept is an outcome attack, which chooses
-# nothing on the selection draws, the rest is not drawn at all. At 1e8 draws the
-# float cases' selection draws took 0.14-0.71 of their time, and every suite case
-# kept its choice and bound (benchmarks/RESULTS.md, "The candidates screened").
+# nothing on the selection draws, or where the choice on the screening's draws is
+# the exact loss or an outcome attack (:func:`_settled`), the rest is not drawn at
+# all. At 1e8 draws the float cases' selection draws took 0.14-0.71 of their
+# time, and every suite case kept its choice and bound (benchmarks/RESULTS.md,
+# "The candidates screened").
 # Below SCREEN_FROM the selection sample is judged whole: on a smaller sample,
 # rare events that a scorer finds on the whole one are not yet seen in an eighth
 # of it (svt6's scorers promised nothing on 1e5 selection draws per input, and
@@ -1528,6 +1530,33 @@ def _worth_leaving(candidates: Sequence[_Candidate], kept: Sequence[int]) -> boo
     return not (scorer_kept and all(c.attack is not None for c in left))
 
 
+def _settled(
+    candidates: Sequence[_Candidate], kept: Sequence[int], lead: int
+) -> int | None:
+    """The candidate that the screening's choice settles on, with no more of the
+    selection draws, or None where the rest must judge the ``kept`` ones: the one
+    kept where it is an outcome attack, which chooses nothing on the selection
+    draws; else the choice on the screening's draws (``lead``, :func:`_choice`)
+    where it is the exact loss, or an outcome attack and no scorer kept was trained
+    short for the screening. Never a scorer: its thresholds, chosen on a sample an
+    eighth the size, lost bound (snapping's learned-bits at 2e8, 0.78 of the
+    ceiling where 1.0), and a scorer trained short may be judged below what its
+    whole training would promise. The exact loss ranks the outputs as their own
+    likelihood ratio does, so a scorer's events can at best tie with its
+    (:data:`CHOICE_MARGIN` gives ties to it), and its thresholds, chosen on its
+    weighted masses, were the same events on an eighth of the sample and on the
+    whole one in every suite run where it was counted (benchmarks/RESULTS.md, "The
+    choice settled at the screening")."""
+    if len(kept) == 1 and candidates[kept[0]].attack is not None:
+        return kept[0]
+    chosen = candidates[lead]
+    if lead not in kept or (chosen.attack is None and chosen.label != "lr"):
+        return None
+    if chosen.label == "lr":
+        return lead
+    return None if any(candidates[j].full is not None for j in kept) else lead
+
+
 def _selection_values(
     candidates: Sequence[_Candidate],
     context: AttackContext,
@@ -1727,7 +1756,7 @@ def _portfolio_choice(
     if head:
         values = selected(candidates, head)
         watch.lap("screening draws", values)
-        _, counts, scores, _ = judged(candidates, values)
+        choices, counts, scores, spreads = judged(candidates, values)
         ends = [
             [promise(*c, n=n, interval=SCREEN_CONFIDENCE, optimistic=o)[0]
              for *c, n in counts]
@@ -1736,6 +1765,21 @@ def _portfolio_choice(
         kept = _kept(scores, *ends)
         if not _worth_leaving(candidates, kept):
             kept = list(range(len(candidates)))
+        lead = _settled(candidates, kept, _choice(scores, spreads, settings.margin))
+        if lead is not None:
+            # the screening's choice stands: the rest of the selection draws are
+            # not drawn, and every score is the screening's
+            if any(c.full is not None for c in candidates):
+                piloted = dict(screen_steps=steps)
+            watch.lap("screening")
+            table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
+            screened = dict(
+                screened=tuple(labels), screen_draws=head, **piloted
+            )  # fmt: skip
+            return _chosen(
+                candidates[lead], values[lead], choices[lead], table, screened,
+                select=select, mechanism=mech,
+            )  # fmt: skip
         left = {
             c.label: s
             for j, (c, s) in enumerate(zip(candidates, scores, strict=True))
@@ -1744,15 +1788,6 @@ def _portfolio_choice(
         if any(c.full is not None for j, c in enumerate(candidates) if j not in kept):
             piloted = dict(screen_steps=steps)
         watch.lap("screening")
-        only = candidates[kept[0]]
-        if len(kept) == 1 and only.attack is not None:
-            # an outcome attack chooses nothing on the selection draws: the rest of
-            # them would only judge it again
-            table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
-            return only.attack._replace(
-                selection=table, screened=tuple(c.label for c in candidates),
-                screen_draws=head, **piloted,
-            ), only.aux  # fmt: skip
         if any(candidates[j].full is not None for j in kept):
             # the kept scorers trained on every step, then every kept candidate's
             # values drawn on the whole sample again: the kept scorers' values on
@@ -1771,7 +1806,26 @@ def _portfolio_choice(
     by_label = {c.label: s for c, s in zip(candidates, scores, strict=True)} | left
     table = tuple((label, by_label[label]) for label in labels)
     screened = dict(screened=tuple(left), screen_draws=head, **piloted) if left else {}
-    winner = candidates[best]
+    return _chosen(
+        candidates[best], values[best], choices[best], table, screened,
+        select=select, mechanism=mech,
+    )  # fmt: skip
+
+
+def _chosen(
+    winner: _Candidate,
+    values: np.ndarray,
+    choice: dict,
+    table: tuple,
+    screened: dict,
+    *,
+    select: Any,
+    mechanism: Mechanism,
+) -> tuple[Attack, Any]:
+    """The attack that counts ``winner``, the candidate chosen on its selection
+    ``values`` (``(2, n)``): an outcome attack as it is, a scorer with thresholds
+    chosen on those values (how, ``choice`` from :func:`_judged`); ``table`` is
+    every candidate's score, ``screened`` the record of the screening."""
     if winner.attack is not None:
         return winner.attack._replace(selection=table, **screened), winner.aux
     # The winner's thresholds, chosen on the whole selection sample. The exact
@@ -1779,17 +1833,15 @@ def _portfolio_choice(
     # counted sample's best events, rarer than those that its pessimistic counts
     # promise most for on the judged half, as every candidate was judged.
     exact = dict(exact_loss=True) if winner.label == "lr" else {}
-    thresholds = select(
-        values[best][0], values[best][1], **choices[best], **exact
-    ).thresholds
+    thresholds = select(values[0], values[1], **choice, **exact).thresholds
     if winner.label == "lr":
         # a loss looked up is counted batched, a loss computed by block where the
         # mechanism asks (memoised_loss computes it only in a chunk that needs it)
         memo = winner.aux[-1]
         attack = Attack(
-            "lr", len(thresholds) + 1, _loss_guess_of(mech),
+            "lr", len(thresholds) + 1, _loss_guess_of(mechanism),
             events=_lr_events(thresholds), selection=table,
-            by_block=mech.loss_by_block and memo is None, **screened,
+            by_block=mechanism.loss_by_block and memo is None, **screened,
         )  # fmt: skip
         return attack, (winner.aux, thresholds)
     if winner.label == "histogram":
@@ -1851,7 +1903,8 @@ def auto_attack(
     candidates are screened on the sample's first eighth, and only those that
     could still be chosen are scored on the rest (:data:`SCREEN_FROM`): the
     same values, so the same choice unless the screening left the one that would
-    have won. The scorers that it judges train on ``screen_steps`` of their steps
+    have won. Where the choice on the screening's draws is the exact loss or an
+    outcome attack, the rest is not drawn (:func:`_settled`). The scorers that it judges train on ``screen_steps`` of their steps
     and as large a share of the training sample (:data:`SCREEN_STEPS`), and
     those it keeps train again on every step, so that they are those of the
     portfolio without a screening. The result's ``attack`` names the winner;

@@ -555,30 +555,88 @@ def _textbook(candidates=AUTO_CANDIDATES, screen_from=None, screen_steps=None):
 
 def test_the_screening_keeps_the_choice_its_events_and_the_counts():
     """Screened (the default from 2^23 selection draws per input; here from 2),
-    the textbook float Laplace's portfolio leaves its two moment scorers at the
-    screening, far below float-support, and judges float-support and the bit
-    scorer on the whole sample: the same choice, events, counts and bound as the
-    sample judged whole, and for those kept the same scores, the same values being
-    drawn in two parts. The record names those left and the screening's size.
-    (Its scorers trained on every step for the screening: the next test trains
-    them on the screening's steps alone.)"""
-    whole = _textbook(screen_from=1 << 40)
-    screened = _textbook(screen_from=2, screen_steps=learning.STEPS)
+    the textbook float Laplace's scorers leave the two moment scorers at the
+    screening, far below the bit scorer, which leads there and is judged on the
+    whole sample: the same choice, events, counts and bound as the sample judged
+    whole, and the same score, its values being drawn in two parts. The record
+    names those left and the screening's size. (The scorers trained on every step
+    for the screening: the next tests train them on its steps alone.)"""
+    candidates = ("learned", "learned-mlp", "learned-bits")
+    whole = _textbook(candidates, screen_from=1 << 40)
+    screened = _textbook(candidates, screen_from=2, screen_steps=learning.STEPS)
     assert whole.screened is None and whole.screen_draws is None
     assert screened.screen_steps is None
     assert screened.screened == ["learned", "learned-mlp"]
     assert screened.screen_draws == 19_456  # 1.6e5 / 8, in whole blocks
-    assert screened.attack == whole.attack == "float-support"
+    assert screened.attack == whole.attack == "learned-bits"
     assert screened.counts == whole.counts and screened.events == whole.events
     assert screened.epsilon_lower == whole.epsilon_lower
     assert list(screened.selection) == list(whole.selection)  # the portfolio's order
-    for label in ("float-support", "learned-bits"):
-        assert screened.selection[label] == whole.selection[label]
+    assert screened.selection["learned-bits"] == whole.selection["learned-bits"]
     for label in screened.screened:  # judged on fewer draws: a lower promise
-        assert screened.selection[label] < screened.selection["float-support"]
+        assert screened.selection[label] < screened.selection["learned-bits"]
     assert list(screened.attack_stages)[-4:] == [
         "screening draws", "screening", "selection draws", "choice",
     ]  # fmt: skip
+
+
+def test_an_outcome_attack_chosen_at_the_screening_is_counted_at_once():
+    """Where the choice on the screening's draws is an outcome attack and no scorer
+    kept was trained short for it, the rest of the selection draws is not drawn:
+    the textbook float Laplace's float-support leads the bit scorer, which is kept,
+    and is counted with the counts of the sample judged whole; every score in the
+    record is the screening's."""
+    whole = _textbook(screen_from=1 << 40)
+    settled = _textbook(screen_from=2, screen_steps=learning.STEPS)
+    assert settled.attack == whole.attack == "float-support"
+    assert settled.screened == list(whole.selection)
+    assert settled.screened == [
+        "float-support",
+        "learned",
+        "learned-mlp",
+        "learned-bits",
+    ]
+    assert settled.screen_steps is None
+    assert "selection draws" not in settled.attack_stages
+    assert settled.counts == whole.counts
+    assert settled.epsilon_lower == whole.epsilon_lower
+
+
+def test_the_exact_loss_chosen_at_the_screening_settles_it():
+    """Where the choice on the screening's draws is the exact loss, its thresholds
+    are chosen on those draws, and no scorer is trained on every step nor any
+    candidate judged on the rest, even beside a scorer trained short: on
+    noisy-hist2 the logistic scorer, kept at the screening, is not trained again.
+    Its events are chosen on draws that the counted sample never sees."""
+    whole, settled = _screened_and_whole(
+        "noisy-hist2", 0.1, 5, "one-above", ("lr", "float-support", "learned")
+    )
+    assert settled.attack == whole.attack == "lr"
+    assert settled.screened == ["lr", "float-support", "learned"]
+    assert settled.screen_steps == attacks.SCREEN_STEPS
+    stages = list(settled.attack_stages)
+    assert "selection draws" not in stages
+    assert not any(stage.startswith("train ") for stage in stages)
+    # its events are the head's: more than the one event of no information
+    assert len(settled.events) > 1 and settled.epsilon_lower > 0.1
+
+
+def test_the_screening_settles_on_the_exact_loss_or_an_outcome_attack_alone():
+    """:func:`attacks._settled`: the one kept where it is an outcome attack; the
+    choice where it is the exact loss, whatever is kept beside it; an outcome
+    attack chosen only where no scorer kept was trained short; never a scorer, nor
+    a choice that the screening did not keep."""
+    settled = attacks._settled
+    lr = attacks._Candidate("lr", None, None, None)
+    outcome = attacks._Candidate("majority", None, None, attacks.MAJORITY_VOTE)
+    scorer = attacks._Candidate("learned", None, None, None)
+    short = scorer._replace(full=lambda: scorer)
+    assert settled([scorer, outcome], [1], 0) == 1
+    assert settled([lr, short], [0, 1], 0) == 0
+    assert settled([outcome, scorer], [0, 1], 0) == 0
+    assert settled([outcome, short], [0, 1], 0) is None
+    assert settled([lr, scorer], [0, 1], 1) is None
+    assert settled([lr, outcome, scorer], [1, 2], 0) is None
 
 
 def test_the_scorers_screened_on_fewer_steps_leave_the_choice_and_the_counts():

@@ -167,6 +167,21 @@ def test_the_selection_line_says_why_a_lower_promise_was_chosen():
     assert piloted.endswith(
         "left there: learned (the scorers among them trained for it on 100 steps)"
     )
+    # where the choice was made there, the rest of the selection draws not drawn
+    (settled,) = _selection_line(
+        record(
+            attack="lr",
+            selection={"lr": 0.3, "learned": 0.31},
+            screened=["lr", "learned"],
+            screen_draws=1_048_576,
+            screen_steps=100,
+        )
+    )
+    assert settled.endswith(
+        "margin of the best promise's noise); chosen on the first 1,048,576 "
+        "selection draws per dataset alone, the rest not drawn (the scorers among "
+        "them trained for it on 100 steps)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -139,15 +139,18 @@ def _selection_line(r: DeltaAuditResult) -> list[str]:
             f" ({r.attack} is earlier in the portfolio's order and within the "
             "margin of the best promise's noise)"
         )
-    if r.screened:
+    if r.screened and r.attack in r.screened:
+        line += (
+            f"; chosen on the first {r.screen_draws:,} selection draws per dataset "
+            "alone, the rest not drawn"
+        )
+    elif r.screened:
         line += (
             f"; judged on the first {r.screen_draws:,} selection draws per dataset "
             f"alone, and left there: {', '.join(r.screened)}"
         )
-        if r.screen_steps:
-            line += (
-                f" (the scorers among them trained for it on {r.screen_steps} steps)"
-            )
+    if r.screened and r.screen_steps:
+        line += f" (the scorers among them trained for it on {r.screen_steps} steps)"
     return [line]
 
 
