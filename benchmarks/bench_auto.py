@@ -63,12 +63,17 @@ IDEAL = tuple(c for c in SINGLES if c not in ("float-support", "learned-bits"))
 IDEAL_WITH_INPUTS = (*IDEAL, "learned-inputs")
 
 
-def _run(name: str, attack, draws: int, seed: int):
+def spec_of(name: str, attack, seed: int) -> mcdp.AuditSpec:
+    """The audit of suite case ``name`` by ``attack``, on its peers' pair, 90 %."""
     case = SUITE[name]
-    spec = mcdp.AuditSpec(
+    return mcdp.AuditSpec(
         name, case.epsilon, pair=pair_of(name), dim=case.dim, delta=0.0,
         confidence=CONFIDENCE, seed=seed, attack=attack,
     )  # fmt: skip
+
+
+def _run(name: str, attack, draws: int, seed: int):
+    spec = spec_of(name, attack, seed)
     start = time.perf_counter()
     r = mcdp.run(spec, mcdp.Draws(draws))
     return r, time.perf_counter() - start
