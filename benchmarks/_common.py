@@ -130,6 +130,20 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def parse_suite_cases(text: str) -> list[str]:
+    """``"svt1,rappor"`` -> ``["svt1", "rappor"]``: suite cases
+    (``mcdp.mechanisms.SUITE``), each known."""
+    from mcdp.mechanisms import SUITE
+
+    cases = [c for c in text.split(",") if c]
+    unknown = [c for c in cases if c not in SUITE]
+    if unknown or not cases:
+        raise argparse.ArgumentTypeError(
+            f"unknown suite cases {unknown or text!r}; known: {sorted(SUITE)}"
+        )
+    return cases
+
+
 def parse_count(text: str) -> int:
     """``"1e7"`` -> ``10000000``: one positive count."""
     values = parse_ints(text)

@@ -1904,14 +1904,15 @@ def auto_attack(
     could still be chosen are scored on the rest (:data:`SCREEN_FROM`): the
     same values, so the same choice unless the screening left the one that would
     have won. Where the choice on the screening's draws is the exact loss or an
-    outcome attack, the rest is not drawn (:func:`_settled`). The scorers that it judges train on ``screen_steps`` of their steps
-    and as large a share of the training sample (:data:`SCREEN_STEPS`), and
-    those it keeps train again on every step, so that they are those of the
-    portfolio without a screening. The result's ``attack`` names the winner;
-    ``Attack.selection`` (the records' ``selection``) keeps every score, and
-    ``Attack.screened`` names those whose score is the screening's. Where no
-    candidate promises a positive bound at the judged rates' pessimistic ends (a
-    small selection sample), the scores are the bounds at the rates themselves.
+    outcome attack, the rest is not drawn (:func:`_settled`). The scorers that it
+    judges train on ``screen_steps`` of their steps and as large a share of the
+    training sample (:data:`SCREEN_STEPS`), and those it keeps train again on
+    every step, so that they are those of the portfolio without a screening.
+    The result's ``attack`` names the winner; ``Attack.selection`` (the records'
+    ``selection``) keeps every score, and ``Attack.screened`` names those whose
+    score is the screening's. Where no candidate promises a positive bound at
+    the judged rates' pessimistic ends (a small selection sample), the scores are
+    the bounds at the rates themselves.
 
     Args:
       candidates: the labels to consider, from :data:`CANDIDATES` (by default
