@@ -1143,9 +1143,11 @@ SCREEN_CONFIDENCE = 1 - 1e-4
 # float-support, the candidate that left them behind on every suite case where
 # they were left, has something to count: where the two inputs' float grids on the
 # training outputs differ (on 10^6 training outputs per input, report-noisy-max4's,
-# rappor's and one-time-rappor's are the same, and their scorers are kept). Scorers
-# of few distinct outputs, which train in a tenth of a second or so, are trained
-# once, on every step, too.
+# rappor's and one-time-rappor's are the same, and their scorers are kept); or
+# where the exact loss is a candidate, on which the screening most likely settles
+# (_settled), so that the scorers are never trained again (rappor's and
+# one-time-rappor's). Scorers of few distinct outputs, which train in a tenth of a
+# second or so, are trained once, on every step, too.
 SCREEN_STEPS = learning.STEPS // 4
 
 
@@ -1294,10 +1296,11 @@ def _prepared_candidates(
     prepared on ``train_draws`` training outputs per input drawn from ``key`` or on
     the context alone; ``watch`` laps after the draws and after each candidate.
     Where ``steps`` is given (the screening's, :data:`SCREEN_STEPS`), the two
-    inputs' float grids differ (:func:`_grids_differ`) and the outputs are not
-    few distinct ones, the scorers that share the training sample train on that
-    many steps of its first minibatches (as many epochs as on every step of the
-    whole sample, :func:`mcdp.learning.sample_head`), and each holds, in
+    inputs' float grids differ (:func:`_grids_differ`) or the exact loss is
+    among the candidates, and the outputs are not few distinct ones, the scorers
+    that share the training sample train on that many steps of its first
+    minibatches (as many epochs as on every step of the whole sample,
+    :func:`mcdp.learning.sample_head`), and each holds, in
     ``full``, its training on every step of the whole sample: the sample stays
     held until those are dropped.
 
@@ -1356,12 +1359,15 @@ def _prepared_candidates(
         del outputs, keyed  # the sample holds all that the scorers read
         # trained short for the screening, or on every step at once: a scorer of
         # few distinct outputs trains in a tenth of a second or so, which a short
-        # training would not save; where float-support has nothing to count, the
-        # short training would most likely be kept and spent for nothing
-        # (report-noisy-max4, rappor)
+        # training would not save; where float-support has nothing to count and
+        # the exact loss is not there, the short training would most likely be
+        # kept and spent for nothing (report-noisy-max4). Where the exact loss is
+        # there, the screening most likely settles on it (_settled), and the
+        # scorers are never trained on every step (rappor, one-time-rappor)
         short = None
-        if steps is not None and sample.distinct is None and _grids_differ(prepared):
-            short = steps
+        if steps is not None and sample.distinct is None:
+            if _grids_differ(prepared) or _has_exact_loss(prepared):
+                short = steps
         for i in shared:
             prepare(i, None, sample, None, rows, short)
     return [prepared[i] for i in sorted(prepared) if prepared[i] is not None]
@@ -1377,6 +1383,11 @@ def _grids_differ(prepared: dict[int, _Candidate | None]) -> bool:
         c for c in prepared.values() if c is not None and c.label == "float-support"
     ]
     return bool(support) and bool(np.any(support[0].aux[:, 0] != support[0].aux[:, 1]))
+
+
+def _has_exact_loss(prepared: dict[int, _Candidate | None]) -> bool:
+    """Whether the exact loss (``lr``) is among the ``prepared`` candidates."""
+    return any(c is not None and c.label == "lr" for c in prepared.values())
 
 
 def _prepared_candidate(

@@ -719,6 +719,24 @@ def test_scorers_are_trained_short_only_where_the_float_grids_differ():
     assert not any(stage.startswith("train ") for stage in record.attack_stages)
 
 
+def test_scorers_are_trained_short_where_the_exact_loss_is_a_candidate():
+    """Where the exact loss is a candidate, the scorers are trained short for the
+    screening even where the float grids are the same: the screening most likely
+    settles on the loss, and then no scorer is trained on every step. One-time
+    RAPPOR's logistic scorer is so (the grids are the same: the test above), and
+    the exact loss, chosen on the screening's draws, is counted with no training
+    after it."""
+    whole, screened = _screened_and_whole(
+        "one-time-rappor", 0.1, 1, "scalar-0-1", ("lr", "learned")
+    )
+    assert screened.attack == whole.attack == "lr"
+    assert screened.screened == ["lr", "learned"]
+    assert screened.screen_steps == attacks.SCREEN_STEPS
+    stages = list(screened.attack_stages)
+    assert "selection draws" not in stages
+    assert not any(stage.startswith("train ") for stage in stages)
+
+
 def test_scorers_of_few_distinct_outputs_are_screened_as_trained_once():
     """Scorers that train on few distinct outputs (a tenth of a second or so) are
     trained once, on every step, where the screening applies: svt5's logistic
