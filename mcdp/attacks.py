@@ -1553,11 +1553,12 @@ def _settled(
     eighth the size, lost bound (snapping's learned-bits at 2e8, 0.78 of the
     ceiling where 1.0), and a scorer trained short may be judged below what its
     whole training would promise. The exact loss ranks the outputs as their own
-    likelihood ratio does, so a scorer's events can at best tie with its
-    (:data:`CHOICE_MARGIN` gives ties to it), and its thresholds, chosen on its
-    weighted masses, were the same events on an eighth of the sample and on the
-    whole one in every suite run where it was counted (benchmarks/RESULTS.md, "The
-    choice settled at the screening")."""
+    likelihood ratio does, so a scorer's events can at best tie with its where the
+    outputs follow the mechanism's density (:data:`CHOICE_MARGIN` gives ties to
+    it), and its thresholds, chosen on its weighted masses on an eighth of the
+    sample, gave at 2e8 the bound of the whole sample's on discrete outputs and
+    one within two thirds of a seed's spread on continuous ones
+    (benchmarks/RESULTS.md, "The choice settled at the screening")."""
     if len(kept) == 1 and candidates[kept[0]].attack is not None:
         return kept[0]
     chosen = candidates[lead]
@@ -1839,10 +1840,12 @@ def _chosen(
     every candidate's score, ``screened`` the record of the screening."""
     if winner.attack is not None:
         return winner.attack._replace(selection=table, **screened), winner.aux
-    # The winner's thresholds, chosen on the whole selection sample. The exact
-    # loss's are chosen on its weighted masses at face value: they aim at the
-    # counted sample's best events, rarer than those that its pessimistic counts
-    # promise most for on the judged half, as every candidate was judged.
+    # The winner's thresholds, chosen on the selection values it was chosen on
+    # (the whole sample, or the screening's eighth where the choice settled
+    # there). The exact loss's are chosen on its weighted masses at face value:
+    # they aim at the counted sample's best events, rarer than those that its
+    # pessimistic counts promise most for on the judged half, as every candidate
+    # was judged.
     exact = dict(exact_loss=True) if winner.label == "lr" else {}
     thresholds = select(values[0], values[1], **choice, **exact).thresholds
     if winner.label == "lr":
