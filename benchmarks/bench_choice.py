@@ -111,11 +111,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.compare:
         return compare(args.compare)
-    cases = args.cases
     print_table(
         "| case | seed | draws | portfolio | chose | events | settled at the "
         "screening | prep s |",
-        (choice(c, args.draws, s, args.ideal) for c in cases for s in args.seeds),
+        (choice(c, args.draws, s, args.ideal) for c in args.cases for s in args.seeds),
         _line,
         args.json,
     )

@@ -86,11 +86,10 @@ def main(argv=None) -> int:
     parser.add_argument("--draws", type=parse_count, default=100_000_000)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    cases = args.cases
     print_table(
         "| case | selection draws per input | seed | counted | bound | bound / ceiling "
         "| audit s (prep) |",
-        rows(cases, args.sizes, args.seeds, args.draws),
+        rows(args.cases, args.sizes, args.seeds, args.draws),
         _line,
         args.json,
     )

@@ -1561,11 +1561,12 @@ def _settled(
     (benchmarks/RESULTS.md, "The choice settled at the screening")."""
     if len(kept) == 1 and candidates[kept[0]].attack is not None:
         return kept[0]
-    chosen = candidates[lead]
-    if lead not in kept or (chosen.attack is None and chosen.label != "lr"):
+    if lead not in kept:
         return None
-    if chosen.label == "lr":
+    if candidates[lead].label == "lr":
         return lead
+    if candidates[lead].attack is None:  # a scorer
+        return None
     return None if any(candidates[j].full is not None for j in kept) else lead
 
 
@@ -1778,12 +1779,12 @@ def _portfolio_choice(
         if not _worth_leaving(candidates, kept):
             kept = list(range(len(candidates)))
         lead = _settled(candidates, kept, _choice(scores, spreads, settings.margin))
+        watch.lap("screening")
         if lead is not None:
             # the screening's choice stands: the rest of the selection draws are
             # not drawn, and every score is the screening's
             if any(c.full is not None for c in candidates):
                 piloted = dict(screen_steps=steps)
-            watch.lap("screening")
             table = tuple((c.label, s) for c, s in zip(candidates, scores, strict=True))
             screened = dict(
                 screened=tuple(labels), screen_draws=head, **piloted
@@ -1799,7 +1800,6 @@ def _portfolio_choice(
         }
         if any(c.full is not None for j, c in enumerate(candidates) if j not in kept):
             piloted = dict(screen_steps=steps)
-        watch.lap("screening")
         if any(candidates[j].full is not None for j in kept):
             # the kept scorers trained on every step, then every kept candidate's
             # values drawn on the whole sample again: the kept scorers' values on
