@@ -1504,9 +1504,10 @@ def _screen_draws(select_draws: int, screen_from: int) -> int:
     if select_draws < screen_from:
         return 0
     head = select_draws // SCREEN_SHARE
-    # in whole calls of the engine's draw where it is many (a call draws
-    # CHUNK_SCALARS values per input: a call's worth for one coordinate), so that
-    # the screening's last call and the rest's do not each draw past their end
+    # in whole calls of the engine's draw where it is many (CHUNK_SCALARS values
+    # per input: one call for one coordinate, or on a CPU eight of its 128 blocks,
+    # draw_call_blocks, for up to eight), so that the screening's last call and
+    # the rest's do not each draw past their end
     unit = CHUNK_SCALARS if head >= CHUNK_SCALARS else BLOCK_DRAWS
     head = head // unit * unit
     return head if 0 < head < select_draws else 0

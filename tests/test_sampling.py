@@ -114,18 +114,19 @@ def test_new_keys_params_and_draws_do_not_retrace(key):
 def test_draws_of_one_bracket_of_blocks_share_one_program(key):
     """``draw`` compiles for its blocks per call (:func:`call_blocks`), not for the
     draws: sizes between the same powers of two of blocks, and all sizes of a
-    call or more (the selection draws of audits at 1e7 and at 1e8), trace the
-    sampler once each, and each is a prefix of the larger draws of its key."""
-    from mcdp.engines.device import CHUNK_SCALARS
+    call or more (on a CPU, the selection draws of audits at 1e5, 1e7 and 1e8),
+    trace the sampler once each, and each is a prefix of the larger draws of its
+    key."""
+    from mcdp.engines.device import draw_call_blocks
     from mcdp.sampling import draw
 
     traces = []
     m = _tracing_laplace(traces)
-    per_call = CHUNK_SCALARS // BLOCK_DRAWS  # blocks of one scalar per call
+    per_call = draw_call_blocks(1, jax.default_backend())  # blocks of one scalar
     sizes = (
         3 * BLOCK_DRAWS + 1,  # 4 blocks
         4 * BLOCK_DRAWS,
-        (per_call - 47) * BLOCK_DRAWS,  # 977: an audit's selection at 1e7
+        per_call * BLOCK_DRAWS - 2 * per_call,  # on a CPU: 98 blocks, 1e5 draws
         (per_call + per_call // 2) * BLOCK_DRAWS + 5,
     )
     params = m.calibrate_sanity_check(1.0, 1)
@@ -133,6 +134,35 @@ def test_draws_of_one_bracket_of_blocks_share_one_program(key):
     assert len(traces) == 2
     for small in outputs[:-1]:
         np.testing.assert_array_equal(small, outputs[-1][:, : small.shape[1]])
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_draws_do_not_depend_on_the_blocks_per_call(key, monkeypatch, d):
+    """``draw``'s outputs, and a transform's values of them, are the same with
+    calls of 3 blocks as with the default's, across a partial first and last
+    block (``first_draw``)."""
+    from mcdp.engines import device
+    from mcdp.sampling import draw
+
+    m = get_mechanism("laplace")
+    params = m.calibrate_sanity_check(1.0, d)
+    n, first = 9 * BLOCK_DRAWS + 77, BLOCK_DRAWS // 3
+
+    def both():
+        return (
+            draw(key, m, _xs(d), params, n, first_draw=first),
+            draw(key, m, _xs(d), params, n, transform=_max_of_row, first_draw=first),
+        )
+
+    default = both()
+    monkeypatch.setattr(device, "draw_call_blocks", lambda dim, platform: 3)
+    for ours, theirs in zip(both(), default, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def _max_of_row(y, aux):
+    del aux
+    return y.max(axis=-1)
 
 
 def _buffer_owner(array):

@@ -86,6 +86,23 @@ HOST_PAGES_SMALL: bool | None = None
 SMALL_PAGES_FROM = 1 << 22  # bytes: smaller arrays as NumPy allocates them
 SMALL_CHUNK_BLOCKS = 16  # the chunk of runs of at most this many blocks per device
 MESH_AXIS = "blocks"  # the device axis that the blocks of a run are spread over
+# CPU: the most blocks per call of DeviceEngine.draw, for any d. The training and
+# selection draws of audits from 1e5 draws (1e5 per input: 98 blocks, one call of
+# 128) then run the programs of audits at 1e7 and 1e8, where for d < 8 a chunk's
+# call (1024 blocks of one scalar, 204 of five) compiled others in the first audit
+# of that size: snapping at 1e8 after one at 1e5 took 1.80-1.86 s against 2.38-2.40
+# s, its preparation 0.61-0.66 s against 1.18-1.21 s (benchmarks/RESULTS.md, "The
+# draws' calls of one size from 1e5 draws"). An accelerator's calls are not capped.
+DRAW_CALL_BLOCKS = 128
+
+
+def draw_call_blocks(dim: int, platform: str = "cpu") -> int:
+    """The most blocks per call of :meth:`DeviceEngine.draw` for ``dim`` scalars per
+    draw on ``platform``: a chunk's (:data:`CHUNK_SCALARS`), on a CPU at most
+    :data:`DRAW_CALL_BLOCKS`. The draws do not depend on it: blocks are keyed by
+    their index."""
+    blocks = max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))
+    return min(blocks, DRAW_CALL_BLOCKS) if platform == "cpu" else blocks
 
 
 def default_sizes(dim: int, platform: str = "cpu") -> tuple[int, int]:
@@ -450,7 +467,7 @@ class DeviceEngine:
         # first `skip` draws of the first one cut off below
         start_block, skip = divmod(first_draw, BLOCK_DRAWS)
         total_blocks = -(-(skip + job.num_draws) // BLOCK_DRAWS)
-        per_call = max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))  # blocks per call
+        per_call = draw_call_blocks(dim, jax.default_backend())
         with jax.enable_x64(job.dtype == "float64"):
             keys = _input_keys(job.key, num_inputs)
             xs_d = jnp.asarray(job.xs, dtype=job.dtype)
@@ -527,10 +544,10 @@ def _fill(whole: Any, out: Any, start: int, num_draws: int) -> None:
 def call_blocks(total_blocks: int, per_call: int) -> int:
     """Blocks per call of :meth:`DeviceEngine.draw`: ``per_call``, or for fewer
     blocks in all the least power of two that holds them. So the number, which
-    each compiled program is for, does not follow the draws: the selection
-    draws of audits at 1e7 (977 blocks of one scalar on one call's 1024) and at
-    1e8 (9766) run one program, where ``min(per_call, total_blocks)`` compiled
-    another for the larger audit."""
+    each compiled program is for, does not follow the draws: on a CPU the
+    selection draws of audits at 1e5 (98 blocks on one call's 128,
+    :func:`draw_call_blocks`), 1e7 (977) and 1e8 (8192) run one program, where
+    ``min(per_call, total_blocks)`` compiled another for each."""
     return min(per_call, 1 << max(0, total_blocks - 1).bit_length())
 
 
