@@ -1167,6 +1167,21 @@ def test_the_training_outputs_keys_are_those_of_each_column_sorted_whole(
                 assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("size", [1, 7, 1000, 4000])
+def test_keys_counted_are_those_sorted(size):
+    """distinct_keys gives np.unique's distinct keys, first occurrences and
+    inverse, with their dtypes: by counting where the key space is at most the
+    number of keys (1, 7 and 1000 values here, some never taken), and by sorting
+    where it is larger (4000)."""
+    rng = np.random.default_rng(SEED)
+    keys = rng.integers(0, size, 3000).astype(np.int32)
+    keys[keys % 5 == 3] = 0  # values of the space that no key takes
+    want = np.unique(keys, return_index=True, return_inverse=True)
+    got = attacks.distinct_keys(keys, size)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 def test_the_shared_scorers_train_on_few_distinct_outputs_counted(monkeypatch):
     """The portfolio's scorers share a training sample that holds its distinct
     outputs and their counts per minibatch where the outputs are discrete (svt1's
