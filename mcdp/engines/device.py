@@ -98,10 +98,10 @@ DRAW_CALL_BLOCKS = 128
 
 def draw_call_blocks(dim: int, platform: str = "cpu") -> int:
     """The most blocks per call of :meth:`DeviceEngine.draw` for ``dim`` scalars per
-    draw on ``platform``: a chunk's (:data:`CHUNK_SCALARS`), on a CPU at most
-    :data:`DRAW_CALL_BLOCKS`. The draws do not depend on it: blocks are keyed by
-    their index."""
-    blocks = max(1, CHUNK_SCALARS // (BLOCK_DRAWS * dim))
+    draw on ``platform``: a CPU chunk's (:func:`chunk_blocks_for`) on every
+    platform, on a CPU at most :data:`DRAW_CALL_BLOCKS`. The draws do not depend on
+    it: blocks are keyed by their index."""
+    blocks = chunk_blocks_for(dim, "cpu")
     return min(blocks, DRAW_CALL_BLOCKS) if platform == "cpu" else blocks
 
 
