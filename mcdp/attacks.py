@@ -1138,9 +1138,10 @@ CHOICE_MARGIN = 1.0
 # and only those that could still be chosen are scored on the rest: a candidate is
 # left where its promise with each judged rate at the optimistic end of its
 # interval is below the best promise with every rate at its pessimistic end, the
-# intervals at SCREEN_CONFIDENCE (:func:`_kept`). The sample is the same, so a
-# candidate kept is judged, and its thresholds chosen, on the very values it had
-# without the screening; where the one kept is an outcome attack, which chooses
+# intervals at SCREEN_CONFIDENCE (:func:`_kept`), and so is a scorer whose judged
+# counts are those of an earlier one kept (:func:`_untwinned`). The sample is the
+# same, so a candidate kept is judged, and its thresholds chosen, on the very values
+# it had without the screening; where the one kept is an outcome attack, which chooses
 # nothing on the selection draws, or where the choice on the screening's draws is
 # the exact loss or an outcome attack (:func:`_settled`), the rest is not drawn at
 # all. At 1e8 draws the float cases' selection draws took 0.14-0.71 of their
@@ -1556,6 +1557,38 @@ def _kept(
     return [j for j, high in enumerate(highest) if high >= floor]
 
 
+def _untwinned(
+    candidates: Sequence[_Candidate], kept: Sequence[int], counts: Sequence[tuple]
+) -> list[int]:
+    """``kept`` less every scorer trained on every step whose judged counts
+    (:func:`_judged`'s, on the screening's draws) are those of an earlier one kept
+    and trained so: its events and their counts are the earlier one's, so is its
+    promise, and :func:`_choice` gives the earlier one such ties. Scorers that rank
+    the outputs alike (a logistic and an MLP both increasing in
+    report-noisy-max4's maximum; svt5's scorers and histogram on its few outputs)
+    tie so, and were judged and scored on every selection draw for nothing. One
+    trained short for the screening is kept: its whole training may rank otherwise."""
+    distinct: list[int] = []
+    for j in kept:
+        twin = any(
+            _same_counts(counts[i], counts[j])
+            for i in distinct
+            if candidates[i].attack is None and candidates[i].full is None
+        )
+        if twin and candidates[j].attack is None and candidates[j].full is None:
+            continue
+        distinct.append(j)
+    return distinct
+
+
+def _same_counts(a: tuple, b: tuple) -> bool:
+    """Whether two judged counts (``(*at_least, events, n)``) are the same."""
+    return len(a) == len(b) and all(
+        np.array_equal(u, v) if isinstance(u, np.ndarray) else u == v
+        for u, v in zip(a, b, strict=True)
+    )
+
+
 def _worth_leaving(candidates: Sequence[_Candidate], kept: Sequence[int]) -> bool:
     """Whether the rest of the selection draws should leave the candidates that
     the screening did not keep: not where those are all outcome attacks and a
@@ -1801,7 +1834,7 @@ def _portfolio_choice(
              for *c, n in counts]
             for o in (False, True)
         ]  # fmt: skip
-        kept = _kept(scores, *ends)
+        kept = _untwinned(candidates, _kept(scores, *ends), counts)
         if not _worth_leaving(candidates, kept):
             kept = list(range(len(candidates)))
         lead = _settled(candidates, kept, _choice(scores, spreads, settings.margin))
@@ -1941,9 +1974,10 @@ def auto_attack(
     :data:`DISCRETE_CHOICE`. The sample sizes default to the learned attack's
     (:func:`learned_sizes`). From ``screen_from`` selection draws per input, the
     candidates are screened on the sample's first eighth, and only those that
-    could still be chosen are scored on the rest (:data:`SCREEN_FROM`): the
-    same values, so the same choice unless the screening left the one that would
-    have won. Where the choice on the screening's draws is the exact loss or an
+    could still be chosen are scored on the rest (:data:`SCREEN_FROM`), less any
+    scorer whose counts there are those of an earlier one (:func:`_untwinned`):
+    the same values, so the same choice unless the screening left the one that
+    would have won. Where the choice on the screening's draws is the exact loss or an
     outcome attack, the rest is not drawn (:func:`_settled`). The scorers that it
     judges train on ``screen_steps`` of their steps and as large a share of the
     training sample (:data:`SCREEN_STEPS`), and those it keeps train again on

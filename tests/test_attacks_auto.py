@@ -751,6 +751,43 @@ def test_scorers_of_few_distinct_outputs_are_screened_as_trained_once():
     assert not any(stage.startswith("train ") for stage in screened.attack_stages)
 
 
+def test_the_screening_leaves_a_scorer_whose_counts_are_an_earlier_ones():
+    """A scorer trained on every step whose judged counts at the screening are
+    those of an earlier one kept is left: the same events and counts promise the
+    same, and the choice gives the earlier one such ties. On svt5's few outputs the
+    histogram ranks them as the logistic scorer does: it is left at the screening,
+    its score is the screening's, and the choice and counts are those of the
+    sample judged whole."""
+    whole, screened = _screened_and_whole(
+        "svt5", 0.1, 10, "half-half", ("learned", "histogram")
+    )
+    assert whole.selection["learned"] == whole.selection["histogram"]
+    assert screened.attack == whole.attack == "learned"
+    assert screened.screened == ["histogram"]
+    assert screened.selection["learned"] == whole.selection["learned"]
+    assert screened.counts == whole.counts
+    assert screened.epsilon_lower == whole.epsilon_lower
+
+
+def test_only_twins_trained_on_every_step_are_left():
+    """:func:`attacks._untwinned`: a scorer is left where an earlier one kept,
+    trained on every step, has its very counts; an outcome attack, a scorer trained
+    short, or one whose twin the screening did not keep, is not."""
+    untwinned = attacks._untwinned
+    scorer = attacks._Candidate("learned", None, None, None)
+    short = scorer._replace(full=lambda: scorer)
+    outcome = attacks._Candidate("majority", None, None, attacks.MAJORITY_VOTE)
+    same = (np.array([5, 2]), np.array([3, 1]), 3, 100)
+    other = (np.array([5, 2]), np.array([3, 0]), 3, 100)
+    assert untwinned([scorer, scorer, scorer], [0, 1, 2], [same, same, other]) == [0, 2]
+    assert untwinned([scorer, scorer], [1], [same, same]) == [1]
+    assert untwinned([scorer, short], [0, 1], [same, same]) == [0, 1]
+    assert untwinned([short, scorer], [0, 1], [same, same]) == [0, 1]
+    assert untwinned([scorer, outcome], [0, 1], [same, same]) == [0, 1]
+    assert untwinned([outcome, scorer], [0, 1], [same, same]) == [0, 1]
+    assert not attacks._same_counts(same, (*same[:2], 4, 100))
+
+
 def test_an_outcome_attack_left_alone_at_the_screening_is_counted_at_once():
     """Where the screening leaves one candidate and it is an outcome attack, which
     chooses nothing on the selection draws, the rest of them is not drawn: every
