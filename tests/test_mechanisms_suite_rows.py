@@ -139,10 +139,19 @@ def test_jax_bloom_filter_equals_the_host_transform():
 
 
 def test_bloom_filter_against_mmh3():
+    """The Bloom bits, and the hash under them, are mmh3's (a test extra): on small
+    values and on values drawn across the int32 range, and the hash on bytes of
+    every tail length under random seeds."""
     mmh3 = pytest.importorskip("mmh3")
-    for v in range(-10, 11):
+    rng = np.random.default_rng(7)
+    values = [*range(-10, 11), *rng.integers(-(2**31) + 1, 2**31, 200).tolist()]
+    for v in values:
         bits = {mmh3.hash(str(v), seed=s) % 20 for s in range(4)}
         assert rp.bloom_bits(v) == bits
+    for length in range(13):
+        data = rng.integers(0, 256, length, dtype=np.uint8).tobytes()
+        seed = int(rng.integers(0, 2**32))
+        assert rp.murmur3_32(data, seed) == mmh3.hash(data, seed, signed=False)
 
 
 # --- RAPPOR: the coins ------------------------------------------------------------
