@@ -1564,10 +1564,10 @@ def _untwinned(
     (:func:`_judged`'s, on the screening's draws) are those of an earlier one kept
     and trained so: its events and their counts are the earlier one's, so is its
     promise, and :func:`_choice` gives the earlier one such ties. Scorers that rank
-    the outputs alike (a logistic and an MLP both increasing in
-    report-noisy-max4's maximum; svt5's scorers and histogram on its few outputs)
-    tie so, and were judged and scored on every selection draw for nothing. One
-    trained short for the screening is kept: its whole training may rank otherwise."""
+    the outputs alike (a logistic and an MLP of report-noisy-max4's one released
+    maximum; svt5's scorers and histogram on its few outputs) tie so, and were
+    judged and scored on every selection draw for nothing. One trained short for
+    the screening is kept: its whole training may rank otherwise."""
     distinct: list[int] = []
     for j in kept:
         twin = any(
