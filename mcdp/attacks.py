@@ -1562,12 +1562,14 @@ def _untwinned(
 ) -> list[int]:
     """``kept`` less every scorer trained on every step whose judged counts
     (:func:`_judged`'s, on the screening's draws) are those of an earlier one kept
-    and trained so: its events and their counts are the earlier one's, so is its
-    promise, and :func:`_choice` gives the earlier one such ties. Scorers that rank
-    the outputs alike (a logistic and an MLP of report-noisy-max4's one released
-    maximum; svt5's scorers and histogram on its few outputs) tie so, and were
-    judged and scored on every selection draw for nothing. One trained short for
-    the screening is kept: its whole training may rank otherwise."""
+    and trained so, where they are not all 0: its events and their counts are the
+    earlier one's, so is its promise, and :func:`_choice` gives the earlier one such
+    ties (events that no input showed on the screening's draws say nothing of the
+    rest's, and such a scorer is kept). Scorers that rank the outputs alike (a
+    logistic and an MLP of report-noisy-max4's one released maximum; svt5's scorers
+    and histogram on its few outputs) tie so, and were judged and scored on every
+    selection draw for nothing. One trained short for the screening is kept: its
+    whole training may rank otherwise."""
     distinct: list[int] = []
     for j in kept:
         twin = any(
@@ -1575,7 +1577,8 @@ def _untwinned(
             for i in distinct
             if candidates[i].attack is None and candidates[i].full is None
         )
-        if twin and candidates[j].attack is None and candidates[j].full is None:
+        scorer = candidates[j].attack is None and candidates[j].full is None
+        if twin and scorer and any(np.any(c) for c in counts[j][:-2]):
             continue
         distinct.append(j)
     return distinct

@@ -772,7 +772,8 @@ def test_the_screening_leaves_a_scorer_whose_counts_are_an_earlier_ones():
 def test_only_twins_trained_on_every_step_are_left():
     """:func:`attacks._untwinned`: a scorer is left where an earlier one kept,
     trained on every step, has its very counts; an outcome attack, a scorer trained
-    short, or one whose twin the screening did not keep, is not."""
+    short, one whose twin the screening did not keep, or one whose counts are all
+    0, is not."""
     untwinned = attacks._untwinned
     scorer = attacks._Candidate("learned", None, None, None)
     short = scorer._replace(full=lambda: scorer)
@@ -786,6 +787,9 @@ def test_only_twins_trained_on_every_step_are_left():
     assert untwinned([scorer, outcome], [0, 1], [same, same]) == [0, 1]
     assert untwinned([outcome, scorer], [0, 1], [same, same]) == [0, 1]
     assert not attacks._same_counts(same, (*same[:2], 4, 100))
+    # events that no input showed say nothing of the rest: such twins are kept
+    empty = (np.zeros(2, int), np.zeros(2, int), 3, 100)
+    assert untwinned([scorer, scorer], [0, 1], [empty, empty]) == [0, 1]
 
 
 def test_an_outcome_attack_left_alone_at_the_screening_is_counted_at_once():
