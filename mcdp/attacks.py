@@ -1570,15 +1570,18 @@ def _untwinned(
     and histogram on its few outputs) tie so, and were judged and scored on every
     selection draw for nothing. One trained short for the screening is kept: its
     whole training may rank otherwise."""
+
+    def trained(j: int) -> bool:  # a scorer trained on every step
+        return candidates[j].attack is None and candidates[j].full is None
+
     distinct: list[int] = []
     for j in kept:
-        twin = any(
-            _same_counts(counts[i], counts[j])
-            for i in distinct
-            if candidates[i].attack is None and candidates[i].full is None
-        )
-        scorer = candidates[j].attack is None and candidates[j].full is None
-        if twin and scorer and any(np.any(c) for c in counts[j][:-2]):
+        counted = any(np.any(c) for c in counts[j][:-2])
+        if (
+            trained(j)
+            and counted
+            and any(trained(i) and _same_counts(counts[i], counts[j]) for i in distinct)
+        ):
             continue
         distinct.append(j)
     return distinct
@@ -1587,8 +1590,7 @@ def _untwinned(
 def _same_counts(a: tuple, b: tuple) -> bool:
     """Whether two judged counts (``(*at_least, events, n)``) are the same."""
     return len(a) == len(b) and all(
-        np.array_equal(u, v) if isinstance(u, np.ndarray) else u == v
-        for u, v in zip(a, b, strict=True)
+        np.array_equal(u, v) for u, v in zip(a, b, strict=True)
     )
 
 
