@@ -467,10 +467,14 @@ def _affine_by_term(
                     total = total + part[:, 0, j] * weights[j]
         return total
 
+    # the offset, one per row: where every term is left out (a scorer whose every
+    # weight is 0, trained on outputs whose features are all constant) the sum is
+    # the offset itself, and the loop's carry is a row's scores either way
     offset = -jnp.tensordot(scorer.mean, w, axes=1)
+    total = jnp.broadcast_to(offset, y.shape[:1])
     # the first coordinate outside the loop: its sums, computed from the rows, vary
     # as they do over any axis that maps them (the engine's ``shard_map``)
-    return jax.lax.fori_loop(1, k, add_terms, add_terms(0, offset))
+    return jax.lax.fori_loop(1, k, add_terms, add_terms(0, total))
 
 
 def _logistic_affine(y: Array, w: Array, scorer: Scorer, parts: Callable) -> Array:
@@ -509,10 +513,13 @@ def _mlp_hidden(
     after another, the product counts 2.7-4.5x as fast and scores the selection
     draws 12x as fast (``svt6``, ``svt1``; benchmarks/RESULTS.md, "The MLP's hidden
     layer as one product on a CPU"). ``columns`` (:func:`zero_columns`): the
-    features it reads alone, the others' rows of ``w`` being 0."""
+    features it reads alone, the others' rows of ``w`` being 0 (where none is
+    read, the layer is 0, as the product is wherever the features are finite)."""
     if columns is None:
         z = _standardized(_flat(parts), scorer.mean, scorer.scale)
         return jnp.dot(z.astype(w.dtype), w, precision=jax.lax.Precision.HIGHEST)
+    if not any(columns):  # every weight 0 (features constant on the training rows)
+        return jnp.zeros((parts[0].shape[0], w.shape[1]), w.dtype)
     starts = np.cumsum([0] + [p.reshape(p.shape[0], -1).shape[1] for p in parts[:-1]])
     kept = np.concatenate(
         [s + np.asarray(c, np.intp) for s, c in zip(starts, columns, strict=True)]

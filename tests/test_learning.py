@@ -598,6 +598,31 @@ def test_the_logistic_score_leaves_out_the_terms_of_weight_zero(feature_set):
     assert np.isfinite(by_all).all()
 
 
+@pytest.mark.parametrize("model", ["logistic", "mlp"])
+@pytest.mark.parametrize("feature_set", ["moments", "bits"])
+def test_a_scorer_trained_on_one_output_scores_every_row(model, feature_set):
+    """Trained on one output repeated, the same for both inputs (as the suite's
+    Sparse Vector cases give at a few thousand draws), every standardised feature is
+    0 on every training row, and the scorer weighs every one at 0. Its score leaves
+    out every term (a logistic scorer's sum on a CPU) or reads no feature (the MLP's
+    hidden layer): one score per row still, that of every feature read."""
+    same = np.ones((600, 3))
+    with jax.enable_x64(True):
+        scorer = learning.fit(
+            cell_key(0, "fit"), same, same, model=model, feature_set=feature_set,
+            steps=5,
+        )  # fmt: skip
+        assert not np.any(np.asarray(scorer.weights[0]))
+        score = learning.score_of(feature_set, model, scorer)
+        full = learning.SCORES_BY_FEATURES[feature_set][model]
+        assert score is not full
+        y = np.random.default_rng(3).normal(size=(17, 3))
+        by_none = np.asarray(jax.jit(score)(y, scorer))
+        by_all = np.asarray(jax.jit(full)(y, scorer))
+    assert by_none.shape == (17,)
+    np.testing.assert_array_equal(by_none, by_all)
+
+
 @pytest.mark.parametrize("feature_set", ["moments", "bits"])
 def test_the_mlp_reads_only_the_features_it_weighs(feature_set):
     """The MLP weighs the features that no training row shows at 0 (here the NaN
