@@ -30,6 +30,8 @@ def test_figures_end_to_end_at_tiny_draws(tmp_path, capsys, monkeypatch):
         "emnlp2021-fig1",
         "emnlp2021-fig1-extended",
         "trlaplace-audit",
+        "benchmarks-suite",
+        "benchmarks-tradeoff",
     )
     for name in names:
         for ext in ("png", "pdf", "json"):
@@ -39,6 +41,9 @@ def test_figures_end_to_end_at_tiny_draws(tmp_path, capsys, monkeypatch):
     assert max(r["dim"] for r in emnlp) == 64
     control = [r for r in emnlp if r["clip"] == "l1"]
     assert control and all(r["violations"] == 0 for r in control)
+    suite = json.loads((out / "benchmarks-suite.json").read_text())
+    cells = [c for n, p in suite.items() if n != "_meta" for c in p.values()]
+    assert cells and all(list(c) == ["auto"] for c in cells)  # the default attack
     # a rerun recomputes nothing: the caches are complete
     before = {p.name: p.stat().st_mtime for p in cache.iterdir()}
     assert main(args + ["--only", "acl2022-fig1,emnlp2021-fig1"]) == 0

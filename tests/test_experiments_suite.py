@@ -15,13 +15,20 @@ def test_the_suite_is_a_grid_of_every_case_and_its_pairs():
     cells = SuiteGrid(draws=10).validated().cells()
     assert len(cells) == sum(len(case.pairs) for case in SUITE.values())
     paths = {cell.path for cell in cells}
-    assert ("noisy-hist2", "one-above", "learned") in paths
-    narrowed = SuiteGrid(draws=10, mechanisms=("svt1",), pairs=("half-half",))
+    assert ("noisy-hist2", "one-above", "auto") in paths  # the default attack
+    narrowed = SuiteGrid(
+        draws=10, mechanisms=("svt1",), pairs=("half-half",), attacks=("learned", "lr")
+    )
     assert [c.path for c in narrowed.validated().cells()] == [
-        ("svt1", "half-half", "learned")
+        ("svt1", "half-half", "learned"),
+        ("svt1", "half-half", "lr"),
     ]
     with pytest.raises(ValueError, match="mechanisms"):
         SuiteGrid(draws=10, mechanisms=("laplace",)).validated()
+    with pytest.raises(ValueError, match="attacks"):
+        SuiteGrid(draws=10, attacks=()).validated()
+    with pytest.raises(ValueError, match="attacks"):
+        SuiteGrid(draws=10, attacks=("sniper",)).validated()
 
 
 def test_noisy_hist2_is_refuted_and_the_file_resumes(tmp_path):
@@ -30,6 +37,7 @@ def test_noisy_hist2_is_refuted_and_the_file_resumes(tmp_path):
         draws=50_000,
         mechanisms=("noisy-hist1", "noisy-hist2"),
         pairs=("one-above",),
+        attacks=("learned",),
         train_draws=5000,
         select_draws=20_000,
         confidence=1 - FAIL_PROB,  # so that "below the exact loss" holds at budget
@@ -62,3 +70,59 @@ def test_cli_grid_benchmarks_checks_its_options(capsys, tmp_path):
     base = ["grid", "benchmarks", "--draws", "100", "--out", out]
     assert_one_line_error(capsys, base + ["--dims", "3"], "--dims", "acl2022")
     assert_one_line_error(capsys, base + ["--pairs", "nope"], "--pairs")
+    assert_one_line_error(capsys, base + ["--attacks", "nope"], "--attacks", "auto")
+    acl = ["grid", "acl2022", "--draws", "100", "--out", out]
+    assert_one_line_error(capsys, acl + ["--attacks", "lr"], "--attacks", "benchmarks")
+
+
+def test_cli_grid_benchmarks_runs_the_attacks_asked_for(capsys, tmp_path):
+    from mcdp.cli import main
+
+    out = tmp_path / "s.json"
+    args = ["grid", "benchmarks", "--draws", "2000", "--out", str(out)]
+    args += ["--mechanisms", "truncated-geometric", "--pairs", "scalar-0-1"]
+    assert main(args + ["--attacks", "majority,lr"]) == 0
+    cells = json.loads(out.read_text())["truncated-geometric"]["scalar-0-1"]
+    assert sorted(cells) == ["lr", "majority"]
+    assert {c["attack"] for c in cells.values()} == {"lr", "majority"}
+
+
+def test_the_suite_figure_shows_the_cells_of_its_attack():
+    """A file may hold the cells of several attacks (the learned attack's of earlier
+    versions beside the default's): the figure shows those of its own, and names
+    the attack that each case's bar counted."""
+    from mcdp import plotting
+    from mcdp.figures import SUITE_ATTACK, _attack_cells
+
+    def cell(lower, attack):
+        return {"epsilon": 0.1, "epsilon_lower": lower, "epsilon_exact": 0.1,
+                "pair": "one-above", "attack": attack}  # fmt: skip
+
+    auto = cell(4.0, "float-support")
+    grid = {
+        "_meta": {"draws": 10},
+        "noisy-hist1": {"one-above": {"learned": cell(0.05, "learned"), "auto": auto}},
+        "svt1": {"one-above": {"learned": cell(0.02, "learned")}},
+    }
+    assert SUITE_ATTACK == "auto"
+    only = _attack_cells(grid, "auto")
+    assert only["_meta"] == grid["_meta"]
+    assert only["noisy-hist1"] == {"one-above": {"auto": auto}}
+    assert only["svt1"] == {"one-above": {}}
+    assert plotting.strongest_cell(only["svt1"]) is None
+    figure = plotting.suite_table(only, "auto")
+    table = figure.axes[0]
+    assert [t.get_text() for t in table.get_yticklabels()] == ["noisy-hist1"]
+    assert [t.get_text() for t in table.texts] == ["one-above, float-support"]
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
+    assert "float-support's: the float64 outputs" in legend
+    # every cell: the strongest of either attack, and no hatch where none won
+    both = plotting.suite_table(grid).axes[0]
+    assert [t.get_text() for t in both.texts] == [
+        "one-above, float-support",
+        "one-above, learned",
+    ]
+    learned = plotting.suite_table(_attack_cells(grid, "learned"), "learned")
+    assert [t.get_text() for t in learned.axes[0].texts] == ["one-above, learned"] * 2
+    legend = [t.get_text() for t in learned.legends[0].get_texts()]
+    assert "float-support's: the float64 outputs" not in legend

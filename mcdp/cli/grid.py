@@ -1,6 +1,7 @@
 """``mcdp grid EXPERIMENT``: a whole experiment grid into one resumable JSON file,
 any grid of :data:`mcdp.experiments.GRIDS`: the ACL 2022 sanity checks
-(``acl2022``) or the TrLaplace (epsilon, delta) audits (``trlaplace``).
+(``acl2022``), the TrLaplace (epsilon, delta) audits (``trlaplace``) or the
+benchmark suite (``benchmarks``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from mcdp.attacks import ATTACKS
 from mcdp.cli._common import fail, interrupted
 from mcdp.cli._options import (
     add_common_options,
@@ -65,11 +67,18 @@ def add_parser(subparsers) -> None:
         help="trlaplace: axis, diagonal (default both); benchmarks: a subset of "
         "each case's pairs (default all)",
     )
+    g.add_argument(
+        "--attacks",
+        type=typed(comma_list(one_of("--attacks", ATTACKS), unique=True)),
+        default=None,
+        help="benchmarks only: comma-separated attacks, each a cell of every pair "
+        "(default auto)",
+    )
     add_common_options(g)
     add_prng_option(g)
 
 
-NARROWING = ("mechanisms", "epsilons", "dims", "pairs")  # a grid takes its own
+NARROWING = ("mechanisms", "epsilons", "dims", "pairs", "attacks")  # a grid's own
 
 
 def run(args: argparse.Namespace) -> int:

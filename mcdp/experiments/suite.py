@@ -1,10 +1,12 @@
-"""The benchmark suite of the auditing literature, audited with the learned attack.
+"""The benchmark suite of the auditing literature, audited with the default attack.
 
 StatDP (Ding et al., CCS 2018), DP-Sniper (Bichsel et al., S&P 2021) and
 Delta-Siege (Lokna et al., CCS 2023) evaluate on the mechanisms of
 :data:`mcdp.mechanisms.suite.SUITE`; this grid audits each at its claim on each of
 its named pairs (:mod:`mcdp.pairs`), pure epsilon (delta 0), by default with the
-learned attack. The file is keyed ``mechanism → pair → attack``, each cell a
+default attack, ``auto`` (the portfolio of :func:`mcdp.attacks.auto_attack`), as
+every audit is; ``attacks`` names others (``("learned",)`` is the grid that earlier
+versions ran by default). The file is keyed ``mechanism → pair → attack``, each cell a
 :class:`~mcdp.records.DeltaAuditResult` as a dict with its ``epsilon_lower``
 beside the mechanism's ``epsilon_exact`` where known.
 """
@@ -17,7 +19,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from mcdp import _validate
-from mcdp.attacks import ATTACKS, learned_attack
+from mcdp.attacks import ATTACKS, auto_attack, learned_attack
 from mcdp.auditing import audit_delta_iter
 from mcdp.core.records import DeltaAuditResult
 from mcdp.experiments.store import Cell, Grid
@@ -33,20 +35,23 @@ class SuiteGrid(Grid):
 
     EXPERIMENT: ClassVar[str] = EXPERIMENT
     RECORD: ClassVar[type[DeltaAuditResult]] = DeltaAuditResult
-    COORDINATES: ClassVar[tuple[str, ...]] = ("mechanisms", "pairs")
+    COORDINATES: ClassVar[tuple[str, ...]] = ("mechanisms", "pairs", "attacks")
     EMPTY: ClassVar[str] = "Expected at least one mechanism of the suite."
     DEPTH: ClassVar[int] = 3
     RECORD_NAME: ClassVar[str] = "(epsilon, delta) audit"
 
     mechanisms: Sequence[str] = tuple(SUITE)
     pairs: Sequence[str] | None = None
-    attacks: Sequence[str] = ("learned",)
-    train_draws: int | None = None  # None: the learned attack's own, from --draws
+    attacks: Sequence[str] = ("auto",)
+    # None: the attack's own, from --draws (learned and auto; the others draw none)
+    train_draws: int | None = None
     select_draws: int | None = None
 
     def validated(self) -> SuiteGrid:
         for name in self.mechanisms:
             _validate.one_of("mechanisms", name, SUITE)
+        if not self.attacks:
+            raise ValueError("Expected at least one attack in attacks.")
         for attack in self.attacks:
             _validate.one_of("attacks", attack, ATTACKS)
         return dataclasses.replace(
@@ -64,9 +69,8 @@ class SuiteGrid(Grid):
         }
 
     def cells(self) -> list[Cell]:
-        learned = learned_attack(
-            train_draws=self.train_draws, select_draws=self.select_draws
-        )
+        sizes = dict(train_draws=self.train_draws, select_draws=self.select_draws)
+        sized = {"learned": learned_attack(**sizes), "auto": auto_attack(**sizes)}
         run = partial(
             audit_delta_iter,
             seed=self.seed,
@@ -93,7 +97,7 @@ class SuiteGrid(Grid):
                                 case.dim,
                                 self.draws,
                                 pair=pair,
-                                attack=learned if attack == "learned" else attack,
+                                attack=sized.get(attack, attack),
                             ),  # fmt: skip
                         )
                     )
