@@ -8,7 +8,7 @@
 * :mod:`mcdp.experiments.trlaplace`: the TrLaplace paper's claims
   (:class:`TrLaplaceGrid`);
 * :mod:`mcdp.experiments.suite`: the benchmark suite of the auditing literature
-  (:class:`SuiteGrid`), with the learned attack.
+  (:class:`SuiteGrid`), with the default attack (others where named).
 
 ``GRIDS`` maps the name of every grid (``mcdp grid NAME``) to its spec class.
 ``GridSpec``, ``E4Spec`` and ``SuiteSpec`` are the names earlier versions used for
