@@ -171,7 +171,7 @@ def make_figures(
     suite = [n for n in names if n.startswith("benchmarks")]
     if suite:
         start = time.perf_counter()
-        data = _attack_cells(_suite_grid(s, progress, log), SUITE_ATTACK)
+        data = plotting.attack_cells(_suite_grid(s, progress, log), SUITE_ATTACK)
         if "benchmarks-suite" in suite:
             fig = plotting.suite_table(data, SUITE_ATTACK)
             written += _save(fig, s.out_dir, "benchmarks-suite", data)
@@ -255,18 +255,6 @@ def _suite_grid(s: FigureSettings, progress: bool, log) -> dict[str, Any]:
         attacks=(SUITE_ATTACK,),
     )  # fmt: skip
     return run_grid(spec, cache, progress=progress)
-
-
-def _attack_cells(grid: dict[str, Any], attack: str) -> dict[str, Any]:
-    """The suite's file (``mechanism → pair → attack``, and ``_meta``) with the
-    cells of ``attack`` alone."""
-    return {
-        name: by_pair if name.startswith("_") else {
-            pair: {a: c for a, c in cells.items() if a == attack}
-            for pair, cells in by_pair.items()
-        }
-        for name, by_pair in grid.items()
-    }  # fmt: skip
 
 
 def _settings_json(s: FigureSettings) -> dict[str, Any]:

@@ -492,11 +492,13 @@ def suite_table(grid: Mapping[str, Any], attack: str | None = None) -> Figure:
     floating point, beyond the exact loss, which is that of the mechanism in real
     arithmetic.
     """
+    if attack is not None:
+        grid = attack_cells(grid, attack)
     rows = []
     for name, by_pair in grid.items():
         if name.startswith("_"):
             continue
-        best = strongest_cell(by_pair, attack)
+        best = strongest_cell(by_pair)
         if best is None:
             continue
         rows.append((name, best, best.get("epsilon_exact")))
@@ -548,19 +550,23 @@ def suite_table(grid: Mapping[str, Any], attack: str | None = None) -> Figure:
     return fig
 
 
-def strongest_cell(
-    by_pair: Mapping[str, Any], attack: str | None = None
-) -> dict[str, Any] | None:
+def strongest_cell(by_pair: Mapping[str, Any]) -> dict[str, Any] | None:
     """The cell of a suite case (``pair → attack → cell``) with the largest
-    ``epsilon_lower``, among its cells of ``attack`` alone where given (None where
-    it has none)."""
-    cells = [
-        c
-        for by_attack in by_pair.values()
-        for a, c in by_attack.items()
-        if attack is None or a == attack
-    ]
+    ``epsilon_lower`` (None where it has none)."""
+    cells = [c for by_attack in by_pair.values() for c in by_attack.values()]
     return max(cells, key=lambda c: c.get("epsilon_lower") or 0.0, default=None)
+
+
+def attack_cells(grid: Mapping[str, Any], attack: str) -> dict[str, Any]:
+    """A ``mcdp grid benchmarks`` file (``mechanism → pair → attack``, and
+    ``_meta``) with the cells of ``attack`` alone."""
+    return {
+        name: by_pair if name.startswith("_") else {
+            pair: {a: c for a, c in cells.items() if a == attack}
+            for pair, cells in by_pair.items()
+        }
+        for name, by_pair in grid.items()
+    }  # fmt: skip
 
 
 def search_budget(data: Mapping[str, Any]) -> Figure:

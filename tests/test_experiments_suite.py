@@ -92,7 +92,7 @@ def test_the_suite_figure_shows_the_cells_of_its_attack():
     versions beside the default's): the figure shows those of its own, and names
     the attack that each case's bar counted."""
     from mcdp import plotting
-    from mcdp.figures import SUITE_ATTACK, _attack_cells
+    from mcdp.figures import SUITE_ATTACK
 
     def cell(lower, attack):
         return {"epsilon": 0.1, "epsilon_lower": lower, "epsilon_exact": 0.1,
@@ -105,7 +105,7 @@ def test_the_suite_figure_shows_the_cells_of_its_attack():
         "svt1": {"one-above": {"learned": cell(0.02, "learned")}},
     }
     assert SUITE_ATTACK == "auto"
-    only = _attack_cells(grid, "auto")
+    only = plotting.attack_cells(grid, "auto")
     assert only["_meta"] == grid["_meta"]
     assert only["noisy-hist1"] == {"one-above": {"auto": auto}}
     assert only["svt1"] == {"one-above": {}}
@@ -122,7 +122,7 @@ def test_the_suite_figure_shows_the_cells_of_its_attack():
         "one-above, float-support",
         "one-above, learned",
     ]
-    learned = plotting.suite_table(_attack_cells(grid, "learned"), "learned")
+    learned = plotting.suite_table(plotting.attack_cells(grid, "learned"), "learned")
     assert [t.get_text() for t in learned.axes[0].texts] == ["one-above, learned"] * 2
     legend = [t.get_text() for t in learned.legends[0].get_texts()]
     assert "float-support's: the float64 outputs" not in legend
